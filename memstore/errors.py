@@ -1,0 +1,116 @@
+"""The memstore error hierarchy: every error memstore raises on purpose derives from MemstoreError.
+
+MemstoreError
+├── InvalidJsonError        text that is not valid JSON, or a value JSON cannot carry
+├── InvalidSessionIdError   a session id that is empty, too long or unsafe as a file name
+├── GraphError              a session DAG refused an operation
+│   ├── UnknownNodeError    a node id the session does not hold
+│   └── BrokenLineageError  a parent link that leads nowhere, or in a circle
+├── CondensationError       a summary could not be produced; the history is untouched
+└── StoreError              the session store refused an operation
+    ├── HeadMovedError      a compare-and-set append lost to another writer
+    ├── NodeConflictError   the same node id with different content
+    ├── UnknownSessionError a session that does not exist, where one is required
+    ├── SessionExistsError  a session id that is taken, where a new one is required
+    ├── DatabaseError       the database failed (connection, lock, disk)
+    └── MigrationError      the schema could not be brought up to date
+"""
+
+from __future__ import annotations
+
+
+class MemstoreError(Exception):
+    """Base class of every error memstore raises on purpose."""
+
+
+class InvalidJsonError(MemstoreError, ValueError):
+    """Text that is not valid JSON, or a value that JSON cannot represent."""
+
+
+class GraphError(MemstoreError):
+    """A session DAG refused an operation."""
+
+
+class UnknownNodeError(GraphError, KeyError):
+    """A node id that the session does not hold."""
+
+    def __init__(self, session_id: str, node_id: str) -> None:
+        super().__init__(f"session {session_id!r} has no node {node_id!r}")
+        self.session_id = session_id
+        self.node_id = node_id
+
+    def __str__(self) -> str:
+        # KeyError would otherwise render the message with quotes around it.
+        return str(self.args[0])
+
+
+class BrokenLineageError(GraphError):
+    """A parent link that names a node the session does not hold, or that loops."""
+
+    def __init__(self, session_id: str, node_id: str, missing_parent: str, *, cycle: bool = False):
+        problem = "which leads back to itself" if cycle else "which the session does not hold"
+        super().__init__(
+            f"session {session_id!r}: node {node_id!r} names parent {missing_parent!r}, {problem}"
+        )
+        self.session_id = session_id
+        self.node_id = node_id
+        self.missing_parent = missing_parent
+
+
+class CondensationError(MemstoreError):
+    """The model could not produce a summary; the caller still holds the full history."""
+
+
+class InvalidSessionIdError(MemstoreError, ValueError):
+    """A session id that is empty, too long, or unsafe as a file name."""
+
+
+class StoreError(MemstoreError):
+    """The session store refused an operation or its database failed."""
+
+
+class HeadMovedError(StoreError):
+    """A compare-and-set append found the session head moved by another writer."""
+
+    def __init__(self, session_id: str, expected: str | None, actual: str | None) -> None:
+        super().__init__(
+            f"session {session_id!r}: expected head {expected!r} but another writer moved it to "
+            f"{actual!r}; reload the session and retry"
+        )
+        self.session_id = session_id
+        self.expected = expected
+        self.actual = actual
+
+
+class NodeConflictError(StoreError):
+    """A node id the session already holds with different content."""
+
+
+class UnknownSessionError(StoreError, KeyError):
+    """A session id the store does not hold, where one is required."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class SessionExistsError(StoreError):
+    """A session id that is already taken, where a new one is required."""
+
+
+class DatabaseError(StoreError):
+    """The database failed (connection, lock, disk); the original error is chained."""
+
+
+class MigrationError(StoreError):
+    """The database schema could not be brought to the version this memstore needs."""
+
+
+class JsonlError(MemstoreError, ValueError):
+    """A JSONL session file memstore refuses, with the file and line at fault."""
+
+    def __init__(self, path: object, line: int | None, problem: str) -> None:
+        where = f"{path}:{line}" if line is not None else f"{path}"
+        super().__init__(f"{where}: {problem}")
+        self.path = path
+        self.line = line
+        self.problem = problem

@@ -1,0 +1,342 @@
+"""The legacy JSONL session file: reading it line by line, checking it, writing it byte-exact.
+
+One file per session, one record per line, `\\n`-terminated: `{"type":"node","node":...}` and
+`{"type":"head","leaf":...}` as the original writer wrote them with `JSON.stringify`. This module
+has no SQL: the SQL store's import and export (`memstore.store.transfer`) and the file-backed
+`JsonlSessionStore` both build on it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO, Literal
+
+from memstore import jsjson
+from memstore.errors import InvalidJsonError, JsonlError
+from memstore.graph import SessionGraph
+from memstore.hashing import hash_node_text
+from memstore.types import Migrator, SessionNode, Turn, validate_session_id
+
+__all__ = [
+    "JsonlSessionStore",
+    "Line",
+    "Record",
+    "head_line",
+    "node_line",
+    "parse_record",
+    "read_lines",
+    "read_records",
+    "session_file",
+    "turn_problem",
+]
+
+logger = logging.getLogger(__name__)
+
+BOM = b"\xef\xbb\xbf"
+CHUNK_SIZE = 1 << 20
+RecordKind = Literal["node", "head", "other"]
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    """One line of a file: its 1-based number, byte offset, bytes (without the newline)."""
+
+    number: int
+    offset: int
+    data: bytes
+    terminated: bool
+
+    @property
+    def end(self) -> int:
+        """The byte offset just past this line and its newline."""
+        return self.offset + len(self.data) + self.terminated
+
+
+def read_lines(stream: BinaryIO, *, offset: int = 0, number: int = 1) -> Iterator[Line]:
+    """The lines of a binary stream, split on `\\n` alone, read in bounded chunks.
+
+    `offset` and `number` say where the stream's current position is in the file.
+    """
+    pending = b""
+    start = offset
+    while chunk := stream.read(CHUNK_SIZE):
+        pending += chunk
+        *complete, pending = pending.split(b"\n")
+        for data in complete:
+            yield Line(number, start, data, True)
+            number += 1
+            start += len(data) + 1
+    if pending:
+        yield Line(number, start, pending, False)
+
+
+# --- records ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One parsed record: a node, a head, or another line kept only for its bytes.
+
+    `raw` is the line's exact text (with its newline, if it had one) when the canonical
+    rendering of the record would not reproduce it; None when it would.
+    """
+
+    line: Line
+    kind: RecordKind
+    raw: str | None
+    node_id: str | None = None
+    parent: str | None = None
+    created_at: int = 0
+    role: str = ""
+    turn_json: str = ""
+
+
+def node_line(node_id: str, parent: str | None, turn_json: str, created_at: int) -> str:
+    """The line the original writer writes for a node (with its newline)."""
+    return (
+        f'{{"type":"node","node":{{"id":{jsjson.dumps(node_id)},"parent":{jsjson.dumps(parent)},'
+        f'"turn":{turn_json},"createdAt":{jsjson.dumps(created_at)}}}}}\n'
+    )
+
+
+def head_line(leaf: str) -> str:
+    """The line the original writer writes for a head marker (with its newline)."""
+    return f'{{"type":"head","leaf":{jsjson.dumps(leaf)}}}\n'
+
+
+_REQUIRED_FIELDS: Mapping[str, tuple[tuple[str, type], ...]] = {
+    "text": (("text", str),),
+    "thinking": (("text", str),),
+    "tool_call": (("id", str), ("name", str)),
+    "tool_result": (("callId", str),),
+    "image": (("mediaType", str), ("dataBase64", str)),
+}
+
+
+def _block_problem(index: int, block: Any) -> str | None:
+    if not isinstance(block, dict) or not isinstance(block.get("kind"), str):
+        return f"turn.blocks[{index}] must be an object with a string kind"
+    for field, expected in _REQUIRED_FIELDS.get(block["kind"], ()):
+        if not isinstance(block.get(field), expected):
+            return f'turn.blocks[{index}] ({block["kind"]}) needs a string "{field}"'
+    if block["kind"] == "tool_result" and not isinstance(block.get("isError", False), bool):
+        return f'turn.blocks[{index}] (tool_result) has an "isError" that is not a boolean'
+    return None
+
+
+def turn_problem(turn: Any) -> str | None:
+    """What is wrong with a raw turn, or None if `Turn` would accept it (a fast check)."""
+    if not isinstance(turn, dict):
+        return "turn must be an object"
+    if turn.get("role") not in ("user", "assistant"):
+        return f'turn.role must be "user" or "assistant", got {turn.get("role")!r}'
+    blocks = turn.get("blocks")
+    if not isinstance(blocks, list):
+        return "turn.blocks must be an array"
+    for index, block in enumerate(blocks):
+        problem = _block_problem(index, block)
+        if problem is not None:
+            return problem
+    return None
+
+
+def _as_int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
+
+
+def _refuse(path: object, line: Line, problem: str) -> JsonlError:
+    return JsonlError(path, line.number, problem)
+
+
+def _node_record(path: object, line: Line, text: str, node: Any, raw: str) -> Record:
+    if not isinstance(node, dict):
+        raise _refuse(path, line, 'a node record needs a "node" object')
+    node_id, parent = node.get("id"), node.get("parent")
+    if not isinstance(node_id, str) or not node_id:
+        raise _refuse(path, line, "node.id must be a non-empty string")
+    if parent is not None and not isinstance(parent, str):
+        raise _refuse(path, line, "node.parent must be a string or null")
+    created_at = _as_int(node.get("createdAt"))
+    if created_at is None:
+        raise _refuse(path, line, "node.createdAt must be an integer (epoch milliseconds)")
+    problem = turn_problem(node.get("turn"))
+    if problem is not None:
+        raise _refuse(path, line, f"node {node_id!r}: {problem}")
+    turn_json = jsjson.dumps(node["turn"])
+    canonical = node_line(node_id, parent, turn_json, created_at)
+    return Record(
+        line,
+        "node",
+        None if canonical == raw else raw,
+        node_id,
+        parent,
+        created_at,
+        node["turn"]["role"],
+        turn_json,
+    )
+
+
+def _decode(path: object, line: Line) -> str:
+    if line.offset == 0 and line.data.startswith(BOM):
+        raise _refuse(
+            path, line, "the file starts with a byte order mark (BOM); save it as UTF-8 without one"
+        )
+    try:
+        return line.data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _refuse(path, line, f"invalid UTF-8 at byte {line.offset + exc.start}") from exc
+
+
+def parse_record(path: object, line: Line, migrators: Sequence[Migrator] = ()) -> Record:
+    """Parse and check one line: JSON, then the migrators, then the record's shape.
+
+    Raises:
+        JsonlError: naming the file and line, for any line the store must refuse.
+    """
+    text = _decode(path, line)
+    raw = text + "\n" if line.terminated else text
+    if not text.strip(" \t\r"):
+        return Record(line, "other", raw)
+    try:
+        value = jsjson.loads(text)
+    except InvalidJsonError as exc:
+        raise _refuse(path, line, f"not valid JSON: {exc}") from exc
+    for migrator in migrators:
+        try:
+            value = migrator.upgrade(value)
+        except Exception as exc:
+            raise _refuse(path, line, f"migrator {migrator.id!r} failed: {exc!r}") from exc
+    if not isinstance(value, dict) or not isinstance(value.get("type"), str):
+        raise _refuse(path, line, 'a record must be an object with a string "type"')
+    if value["type"] == "node":
+        return _node_record(path, line, text, value.get("node"), raw)
+    if value["type"] == "head":
+        leaf = value.get("leaf")
+        if not isinstance(leaf, str) or not leaf:
+            raise _refuse(path, line, 'a head record needs a non-empty string "leaf"')
+        return Record(line, "head", None if head_line(leaf) == raw else raw, leaf)
+    return Record(line, "other", raw)
+
+
+def is_torn(line: Line, error: JsonlError) -> bool:
+    """Whether a refused line is the torn tail of a crash: the last line, unterminated, and
+    not JSON (or cut inside a UTF-8 sequence). Anything else is a real error."""
+    if line.terminated:
+        return False
+    cause = error.__cause__
+    return isinstance(cause, InvalidJsonError | UnicodeDecodeError)
+
+
+@dataclass
+class ReadOutcome:
+    """What `read_records` saw besides the records: warnings about a recovered tail."""
+
+    warnings: list[str]
+    torn_at: int | None = None
+
+
+def read_records(
+    path: object,
+    stream: BinaryIO,
+    migrators: Sequence[Migrator] = (),
+    *,
+    offset: int = 0,
+    number: int = 1,
+    outcome: ReadOutcome | None = None,
+) -> Iterator[Record]:
+    """Parse every line of `stream`; a torn final line is skipped with a warning in `outcome`."""
+    for line in read_lines(stream, offset=offset, number=number):
+        try:
+            yield parse_record(path, line, migrators)
+        except JsonlError as error:
+            if not is_torn(line, error):
+                raise
+            warning = (
+                f"{path}:{line.number}: the last line is torn (no newline, not JSON: a crash "
+                f"mid-append?); imported the {line.offset} bytes before it"
+            )
+            if outcome is not None:
+                outcome.warnings.append(warning)
+                outcome.torn_at = line.offset
+            logger.warning(warning)
+
+
+def verify_node_id(path: object, record: Record) -> str | None:
+    """A message if the node's id is not the content hash of its parent, turn and time."""
+    assert record.node_id is not None
+    expected = hash_node_text(record.parent, record.turn_json.encode(), record.created_at)
+    if expected == record.node_id:
+        return None
+    return (
+        f"{path}:{record.line.number}: node id {record.node_id!r} is not its content hash "
+        f"({expected!r})"
+    )
+
+
+# --- the file-backed store ----------------------------------------------------------------------
+
+
+def session_file(root: Path, session_id: str) -> Path:
+    """`<root>/<session_id>.jsonl`, for a session id that cannot leave `root`."""
+    return root / f"{validate_session_id(session_id)}.jsonl"
+
+
+class JsonlSessionStore:
+    """The original store: one append-only JSONL file per session under `root`.
+
+    Same methods as the SQL store's seed API. Useful for users who keep their files, and as the
+    baseline the SQL store is measured and checked against.
+    """
+
+    def __init__(self, root: str | os.PathLike[str], migrators: Sequence[Migrator] = ()) -> None:
+        self.root = Path(root)
+        self.migrators = tuple(migrators)
+
+    def append_node(self, session_id: str, node: SessionNode) -> None:
+        """Append the node record and a head record naming it, in one write."""
+        path = session_file(self.root, session_id)
+        turn_json = jsjson.dumps(node.turn.to_json())
+        lines = node_line(node.id, node.parent, turn_json, node.created_at) + head_line(node.id)
+        self.root.mkdir(parents=True, exist_ok=True)
+        with path.open("ab") as file:
+            file.write(lines.encode())
+
+    def load_session(self, session_id: str) -> SessionGraph:
+        """Replay the session's file; a missing file is an empty session."""
+        path = session_file(self.root, session_id)
+        nodes: list[SessionNode] = []
+        leaf: str | None = None
+        if path.exists():
+            with path.open("rb") as file:
+                for record in read_records(path, file, self.migrators):
+                    if record.kind == "node":
+                        nodes.append(_node_from_record(record))
+                    elif record.kind == "head":
+                        leaf = record.node_id
+        return SessionGraph.hydrate(session_id, nodes, leaf)
+
+    def list_sessions(self) -> list[str]:
+        """The ids of every `.jsonl` file under root (none when root does not exist)."""
+        if not self.root.is_dir():
+            return []
+        return sorted(path.stem for path in self.root.glob("*.jsonl") if path.is_file())
+
+
+def _node_from_record(record: Record) -> SessionNode:
+    assert record.node_id is not None
+    return SessionNode(
+        id=record.node_id,
+        parent=record.parent,
+        turn=Turn.model_validate(jsjson.loads(record.turn_json)),
+        created_at=record.created_at,
+    )

@@ -1,0 +1,261 @@
+"""AsyncSessionStore: the same store and the same plans, on an asyncio engine.
+
+Every operation is the plan `SessionStore` runs (see `plans`); only the driving is async.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+from sqlalchemy.engine import URL
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+
+from memstore.graph import SessionGraph
+from memstore.store import plans, transfer
+from memstore.store.engine import (
+    ASYNC_DRIVERS,
+    BUSY_TIMEOUT_SECONDS,
+    DEFAULT_URL,
+    WRITE,
+    configure_sqlite,
+    parse_url,
+    refuse_memory_sqlite,
+)
+from memstore.store.errors import translate_database_errors
+from memstore.store.files import atomic_text_file
+from memstore.store.handle import HandleBase
+from memstore.store.migrate import is_current, migrate_in
+from memstore.store.plans import UNSET, Plan, SessionInfo, Unset, as_call
+from memstore.store.sync import drive as sync_drive
+from memstore.store.transfer import ImportReport, Progress
+from memstore.types import Migrator, SessionNode, Turn, TurnLike
+
+__all__ = ["AsyncSessionHandle", "AsyncSessionStore", "create_async_store_engine"]
+
+T = TypeVar("T")
+
+
+def create_async_store_engine(url: str | URL = DEFAULT_URL, **kwargs: Any) -> AsyncEngine:
+    """An async engine for the store (aiosqlite for SQLite, psycopg 3 for PostgreSQL)."""
+    parsed = parse_url(url, ASYNC_DRIVERS)
+    sqlite = parsed.get_backend_name() == "sqlite"
+    if sqlite:
+        refuse_memory_sqlite(parsed)
+        kwargs.setdefault("connect_args", {}).setdefault("timeout", BUSY_TIMEOUT_SECONDS)
+    engine = create_async_engine(parsed, **kwargs)
+    if sqlite:
+        configure_sqlite(engine.sync_engine)
+    return engine
+
+
+async def drive(plan: Plan[T], connection: AsyncConnection) -> T:
+    """Run a plan's statements on `connection`, feeding each result back to the plan."""
+    try:
+        statement = next(plan)
+        while True:
+            statement = plan.send(await connection.execute(*as_call(statement)))
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+
+
+class AsyncSessionStore:
+    """The async twin of SessionStore: the same methods, awaited. Call `await store.open()`
+    (or use `async with`) before the first operation when `auto_migrate` is on."""
+
+    def __init__(
+        self,
+        url: str | URL | AsyncEngine = DEFAULT_URL,
+        *,
+        migrators: Sequence[Migrator] = (),
+        auto_migrate: bool = True,
+    ) -> None:
+        self.engine = url if isinstance(url, AsyncEngine) else create_async_store_engine(url)
+        self.migrators = tuple(migrators)
+        self.dialect = self.engine.dialect.name
+        self._auto_migrate = auto_migrate
+        self._opened = False
+
+    async def open(self) -> AsyncSessionStore:
+        """Bring the schema up to date (once; later calls return at once)."""
+        if self._auto_migrate and not self._opened:
+            with translate_database_errors("opening the store"):
+                await self._upgrade_if_needed()
+        self._opened = True
+        return self
+
+    async def _upgrade_if_needed(self) -> None:
+        async with self.engine.connect() as connection:
+            if await connection.run_sync(is_current):
+                return
+        async with self.engine.connect() as connection:
+            await connection.execution_options(**{WRITE: True})
+            async with connection.begin():
+                await connection.run_sync(migrate_in)
+
+    async def close(self) -> None:
+        """Release the engine's connections."""
+        await self.engine.dispose()
+
+    async def __aenter__(self) -> AsyncSessionStore:
+        return await self.open()
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    @asynccontextmanager
+    async def transaction(self, *, write: bool) -> AsyncIterator[AsyncConnection]:
+        """A connection inside one transaction; writing ones take SQLite's write lock at once."""
+        if not self._opened:
+            await self.open()
+        async with self.engine.connect() as connection:
+            if write:
+                await connection.execution_options(**{WRITE: True})
+            async with connection.begin():
+                yield connection
+
+    async def _run(self, plan: Plan[T], *, write: bool, action: str) -> T:
+        with translate_database_errors(action):
+            async with self.transaction(write=write) as connection:
+                return await drive(plan, connection)
+
+    async def append_node(
+        self, session_id: str, node: SessionNode, *, expected_head: str | Unset | None = UNSET
+    ) -> None:
+        """See `SessionStore.append_node`."""
+        plan = plans.append_node(self.dialect, session_id, node, expected_head)
+        await self._run(plan, write=True, action=f"appending to session {session_id!r}")
+
+    async def load_session(self, session_id: str) -> SessionGraph:
+        """See `SessionStore.load_session`."""
+        plan = plans.load_session(session_id)
+        return await self._run(plan, write=False, action="loading a session")
+
+    async def list_sessions(self) -> list[str]:
+        """See `SessionStore.list_sessions`."""
+        return await self._run(plans.list_session_ids(), write=False, action="listing sessions")
+
+    async def load_path(
+        self, session_id: str, leaf: str | None = None, *, last: int | None = None
+    ) -> list[Turn]:
+        """See `SessionStore.load_path`."""
+        return [node.turn for node in await self.load_path_nodes(session_id, leaf, last=last)]
+
+    async def load_path_nodes(
+        self, session_id: str, leaf: str | None = None, *, last: int | None = None
+    ) -> list[SessionNode]:
+        """See `SessionStore.load_path_nodes`."""
+        plan = plans.load_path_nodes(session_id, leaf, last)
+        return await self._run(plan, write=False, action="loading a path")
+
+    async def head(self, session_id: str) -> str | None:
+        """See `SessionStore.head`."""
+        return await self._run(plans.head(session_id), write=False, action="reading a head")
+
+    async def sessions(
+        self,
+        *,
+        tag: str | None = None,
+        title_contains: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        limit: int | None = None,
+    ) -> list[SessionInfo]:
+        """See `SessionStore.sessions`."""
+        plan = plans.list_sessions(
+            tag=tag, title_contains=title_contains, metadata=metadata, limit=limit
+        )
+        return await self._run(plan, write=False, action="listing sessions")
+
+    async def session_info(self, session_id: str) -> SessionInfo:
+        """See `SessionStore.session_info`."""
+        plan = plans.session_info(session_id)
+        return await self._run(plan, write=False, action="reading a session")
+
+    async def update_session(
+        self,
+        session_id: str,
+        *,
+        title: str | Unset | None = UNSET,
+        tags: Sequence[str] | Unset = UNSET,
+        metadata: Mapping[str, Any] | Unset | None = UNSET,
+    ) -> None:
+        """See `SessionStore.update_session`."""
+        plan = plans.update_session(
+            self.dialect, session_id, title=title, tags=tags, metadata=metadata
+        )
+        await self._run(plan, write=True, action=f"updating session {session_id!r}")
+
+    async def delete_session(self, session_id: str) -> bool:
+        """See `SessionStore.delete_session`."""
+        plan = plans.delete_session(session_id)
+        return await self._run(plan, write=True, action=f"deleting session {session_id!r}")
+
+    async def fork_session(self, source_id: str, leaf: str | None, new_id: str) -> str | None:
+        """See `SessionStore.fork_session`."""
+        plan = plans.fork_session(source_id, leaf, new_id)
+        return await self._run(plan, write=True, action=f"forking session {source_id!r}")
+
+    async def _run_blocking(self, plan: Plan[T], *, write: bool, action: str) -> T:
+        """Drive a plan that does file I/O as it goes (import, export) on the sync side of the
+        connection, in SQLAlchemy's worker greenlet: the same plan the sync store runs."""
+        with translate_database_errors(action):
+            async with self.transaction(write=write) as connection:
+                return await connection.run_sync(lambda sync: sync_drive(plan, sync))
+
+    async def import_jsonl(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        session_id: str | None = None,
+        verify: bool = True,
+        keep_mismatched: bool = False,
+        progress: Progress | None = None,
+    ) -> ImportReport:
+        """See `SessionStore.import_jsonl`."""
+        report = ImportReport()
+        for file, target in transfer.import_targets(Path(path), session_id):
+            plan = transfer.import_file(
+                self.dialect,
+                file,
+                target,
+                migrators=self.migrators,
+                verify=verify,
+                keep_mismatched=keep_mismatched,
+                progress=progress,
+            )
+            report.files.append(
+                await self._run_blocking(plan, write=True, action=f"importing {file}")
+            )
+        return report
+
+    async def export_jsonl(self, session_id: str, path: str | os.PathLike[str]) -> int:
+        """See `SessionStore.export_jsonl`."""
+        with atomic_text_file(Path(path)) as out:
+            plan = transfer.export_session(session_id, out)
+            action = f"exporting session {session_id!r}"
+            return await self._run_blocking(plan, write=False, action=action)
+
+    async def session(self, session_id: str) -> AsyncSessionHandle:
+        """See `SessionStore.session`."""
+        return AsyncSessionHandle(self, session_id, await self.load_session(session_id))
+
+
+class AsyncSessionHandle(HandleBase):
+    """One session's graph, kept in step with the store (see HandleBase)."""
+
+    def __init__(self, store: AsyncSessionStore, session_id: str, graph: SessionGraph) -> None:
+        super().__init__(session_id, graph)
+        self.store = store
+
+    async def append(self, turn: TurnLike) -> SessionNode:
+        """Append `turn` after the local head and persist it, or raise and change nothing."""
+        node, expected_head = self._prepare(turn)
+        await self.store.append_node(self.session_id, node, expected_head=expected_head)
+        return self._stored(node)
+
+    async def refresh(self) -> None:
+        """Reload the graph from the store (after another writer moved the head)."""
+        self._replace(await self.store.load_session(self.session_id))

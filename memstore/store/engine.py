@@ -1,0 +1,81 @@
+"""Engines for the store: URL defaults, drivers, and SQLite configured for safe concurrency.
+
+SQLite gets WAL (readers never block the writer), a busy timeout (writers wait instead of
+failing), foreign keys, `synchronous=NORMAL` (in WAL mode a committed transaction survives a
+crash of the process; a power loss may lose the last few), and `BEGIN IMMEDIATE` for writing
+transactions so that two writers never deadlock on a lock upgrade.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Engine, event
+from sqlalchemy import create_engine as sa_create_engine
+from sqlalchemy.engine import URL, Connection, make_url
+from sqlalchemy.exc import ArgumentError
+
+from memstore.errors import StoreError
+
+__all__ = ["DEFAULT_URL", "WRITE", "configure_sqlite", "create_store_engine", "parse_url"]
+
+DEFAULT_URL = "sqlite:///memstore.db"
+BUSY_TIMEOUT_SECONDS = 60.0
+WRITE = "memstore_write"
+"""Execution option that makes a SQLite transaction take the write lock when it begins."""
+
+SYNC_DRIVERS = {"sqlite": "sqlite+pysqlite", "postgresql": "postgresql+psycopg"}
+ASYNC_DRIVERS = {"sqlite": "sqlite+aiosqlite", "postgresql": "postgresql+psycopg"}
+
+
+def parse_url(url: str | URL, drivers: dict[str, str]) -> URL:
+    """Parse a database URL, refusing unsupported backends and filling in memstore's driver."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError as exc:
+        raise StoreError(f"not a database URL: {str(url)!r} ({exc})") from exc
+    if parsed.get_backend_name() not in drivers:
+        raise StoreError(
+            f"unsupported database {parsed.get_backend_name()!r} in {parsed.render_as_string()!r}: "
+            "memstore supports sqlite:/// and postgresql:// URLs"
+        )
+    if "+" not in parsed.drivername:
+        parsed = parsed.set(drivername=drivers[parsed.drivername])
+    return parsed
+
+
+def configure_sqlite(engine: Engine) -> None:
+    """Set every new connection's pragmas and make writing transactions BEGIN IMMEDIATE."""
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None  # we issue BEGIN ourselves, below
+        cursor = dbapi_connection.cursor()
+        cursor.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
+        cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.execute("PRAGMA synchronous = NORMAL")
+        cursor.execute("PRAGMA foreign_keys = ON")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Connection) -> None:
+        writing = connection.get_execution_options().get(WRITE, False)
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if writing else "BEGIN")
+
+
+def refuse_memory_sqlite(url: URL) -> None:
+    """Each connection to `sqlite://` would see its own empty database: refuse it."""
+    if url.database in (None, "", ":memory:"):
+        raise StoreError("an in-memory SQLite database cannot be shared; use a file path")
+
+
+def create_store_engine(url: str | URL = DEFAULT_URL, **kwargs: Any) -> Engine:
+    """A sync engine for the store; `sqlite://` and `postgresql://` pick memstore's drivers."""
+    parsed = parse_url(url, SYNC_DRIVERS)
+    if parsed.get_backend_name() == "sqlite":
+        kwargs.setdefault("connect_args", {}).setdefault("timeout", BUSY_TIMEOUT_SECONDS)
+        refuse_memory_sqlite(parsed)
+    engine = sa_create_engine(parsed, **kwargs)
+    if parsed.get_backend_name() == "sqlite":
+        configure_sqlite(engine)
+    return engine

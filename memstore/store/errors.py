@@ -1,0 +1,23 @@
+"""Driver errors translated, at the store's boundary, into memstore's hierarchy."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+
+from memstore.errors import DatabaseError
+
+__all__ = ["translate_database_errors"]
+
+
+@contextmanager
+def translate_database_errors(action: str) -> Iterator[None]:
+    """Re-raise SQLAlchemy and driver errors as DatabaseError, naming what was being done."""
+    try:
+        yield
+    except DBAPIError as exc:
+        raise DatabaseError(f"{action} failed: {str(exc.orig).strip()}") from exc
+    except SQLAlchemyError as exc:
+        raise DatabaseError(f"{action} failed: {exc}") from exc

@@ -1,0 +1,107 @@
+"""Schema migrations: Alembic, driven from Python, safe when several processes open at once.
+
+The revisions live in the top-level `migrations/` folder of a source checkout and inside the
+package (`memstore/_migrations`) in a built wheel.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Connection, Engine, func, select
+from sqlalchemy.exc import DBAPIError
+
+from memstore.errors import MigrationError
+from memstore.store.engine import WRITE
+
+__all__ = [
+    "alembic_config",
+    "current_revision",
+    "downgrade",
+    "head_revision",
+    "is_current",
+    "migrate_in",
+    "migrations_dir",
+    "upgrade",
+]
+
+# An arbitrary, fixed key: every memstore process migrating one PostgreSQL database takes it.
+_ADVISORY_LOCK_KEY = 0x6D656D73746F7265 & 0x7FFFFFFFFFFFFFFF
+
+
+def migrations_dir() -> Path:
+    """Where the Alembic revisions are: inside the installed package, or in the checkout."""
+    package = Path(__file__).resolve().parent.parent
+    for candidate in (package / "_migrations", package.parent / "migrations"):
+        if (candidate / "env.py").is_file():
+            return candidate
+    raise MigrationError(f"memstore's migrations are missing (looked in {package})")
+
+
+def alembic_config(connection: Connection | None = None) -> Config:
+    """An Alembic configuration for memstore's revisions, optionally bound to a connection."""
+    config = Config()
+    config.set_main_option("script_location", str(migrations_dir()))
+    config.attributes["connection"] = connection
+    return config
+
+
+def head_revision() -> str:
+    """The newest revision this memstore knows."""
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    if head is None:
+        raise MigrationError("memstore's migrations have no head revision")
+    return head
+
+
+def current_revision(connection: Connection) -> str | None:
+    """The revision the database is at, or None for a database memstore never touched."""
+    return MigrationContext.configure(connection).get_current_revision()
+
+
+def is_current(connection: Connection) -> bool:
+    """Whether the database is at the newest revision already."""
+    return current_revision(connection) == head_revision()
+
+
+def migrate_in(connection: Connection, revision: str = "head", *, upgrading: bool = True) -> None:
+    """Migrate inside `connection`'s transaction, holding a lock so that concurrent openers take
+    turns (PostgreSQL: an advisory lock; SQLite: the BEGIN IMMEDIATE write lock it holds)."""
+    if connection.dialect.name == "postgresql":
+        connection.execute(select(func.pg_advisory_xact_lock(_ADVISORY_LOCK_KEY)))
+    if upgrading and revision == "head" and is_current(connection):
+        return  # another process finished the migration while we waited for the lock
+    config = alembic_config(connection)
+    if upgrading:
+        command.upgrade(config, revision)
+    else:
+        command.downgrade(config, revision)
+
+
+def _migrate(engine: Engine, revision: str, *, upgrading: bool) -> None:
+    try:
+        with (
+            engine.connect().execution_options(**{WRITE: True}) as connection,
+            connection.begin(),
+        ):
+            migrate_in(connection, revision, upgrading=upgrading)
+    except DBAPIError as exc:
+        raise MigrationError(f"migrating the database to {revision!r} failed: {exc.orig}") from exc
+
+
+def upgrade(engine: Engine, revision: str = "head", *, only_if_needed: bool = False) -> None:
+    """Bring the schema up to `revision`; with `only_if_needed`, skip the lock when current."""
+    if only_if_needed and revision == "head":
+        with engine.connect() as connection:
+            if is_current(connection):
+                return
+    _migrate(engine, revision, upgrading=True)
+
+
+def downgrade(engine: Engine, revision: str) -> None:
+    """Take the schema down to `revision` (`base` removes every memstore table)."""
+    _migrate(engine, revision, upgrading=False)

@@ -1,0 +1,388 @@
+"""What every store operation does, written once for the sync and the async store.
+
+An operation is a *plan*: a generator that yields SQLAlchemy statements and receives each one's
+(buffered) result. `SessionStore` drives plans on a `Connection`, `AsyncSessionStore` on an
+`AsyncConnection`, each inside one transaction; a plan that raises rolls the transaction back.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Generator, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias, TypeVar
+
+from sqlalchemy import (
+    ColumnElement,
+    CursorResult,
+    Executable,
+    Select,
+    delete,
+    func,
+    insert,
+    literal,
+    select,
+    update,
+)
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.sql.dml import Insert
+
+from memstore import jsjson
+from memstore.errors import (
+    HeadMovedError,
+    NodeConflictError,
+    SessionExistsError,
+    UnknownNodeError,
+    UnknownSessionError,
+)
+from memstore.graph import SessionGraph
+from memstore.store.tables import nodes, records, session_tags, sessions
+from memstore.types import SessionNode, Turn, validate_session_id
+
+__all__ = ["UNSET", "Plan", "SessionInfo", "Step", "Unset"]
+
+T = TypeVar("T")
+Step: TypeAlias = Executable | tuple[Executable, Sequence[Mapping[str, Any]]]
+"""A statement, or a statement and the parameter rows to execute it with (executemany)."""
+Plan: TypeAlias = Generator[Step, CursorResult[Any], T]
+
+
+class Unset:
+    """The type of `UNSET`: an argument that was not given (None is a meaningful value)."""
+
+    _instance: Unset | None = None
+
+    def __new__(cls) -> Unset:
+        cls._instance = cls._instance or super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET = Unset()
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """A session's summary: its head, size, times (epoch ms) and user metadata."""
+
+    id: str
+    head: str | None
+    node_count: int
+    created_at: int
+    updated_at: int
+    title: str | None = None
+    tags: tuple[str, ...] = ()
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+def as_call(step: Step) -> tuple[Any, ...]:
+    """The arguments of `connection.execute` for a step."""
+    return step if isinstance(step, tuple) else (step,)
+
+
+def now_ms() -> int:
+    """The current time in epoch milliseconds."""
+    return time.time_ns() // 1_000_000
+
+
+def turn_text(turn: Turn) -> str:
+    """The exact JSON text a turn is stored as."""
+    return jsjson.dumps(turn.to_json())
+
+
+def node_from_row(row: Any) -> SessionNode:
+    """A SessionNode from a `nodes` row (id, parent_id, turn_json, created_at)."""
+    return SessionNode(
+        id=row.id,
+        parent=row.parent_id,
+        turn=Turn.model_validate(jsjson.loads(row.turn_json)),
+        created_at=row.created_at,
+    )
+
+
+def insert_ignoring_duplicates(dialect: str, table: Any, rows: Any) -> Insert:
+    """INSERT that silently skips rows whose key exists (ON CONFLICT DO NOTHING)."""
+    module = postgresql if dialect == "postgresql" else sqlite
+    statement: Insert = module.insert(table).values(rows).on_conflict_do_nothing()
+    return statement
+
+
+def _session_row(session_id: str) -> Select[Any]:
+    return select(sessions.c.head).where(sessions.c.id == session_id)
+
+
+def ensure_session(dialect: str, session_id: str, now: int) -> Plan[str | None]:
+    """Create the session row if missing, lock it against other writers, return its head."""
+    yield insert_ignoring_duplicates(
+        dialect, sessions, {"id": session_id, "head": None, "created_at": now, "updated_at": now}
+    )
+    head: str | None = (yield _session_row(session_id).with_for_update()).scalar_one()
+    return head
+
+
+def _node_rows(session_id: str, node_ids: Iterable[str]) -> Select[Any]:
+    return select(nodes.c.id, nodes.c.parent_id, nodes.c.turn_json, nodes.c.created_at).where(
+        nodes.c.session_id == session_id, nodes.c.id.in_(list(node_ids))
+    )
+
+
+def _same_node(row: Any, node: SessionNode, text: str) -> bool:
+    return (row.parent_id, row.created_at, row.turn_json) == (node.parent, node.created_at, text)
+
+
+def append_node(
+    dialect: str,
+    session_id: str,
+    node: SessionNode,
+    expected_head: str | Unset | None = UNSET,
+) -> Plan[None]:
+    """Store `node` (unless it is there already) and move the head to it, atomically."""
+    validate_session_id(session_id)
+    now = now_ms()
+    head = yield from ensure_session(dialect, session_id, now)
+    if not isinstance(expected_head, Unset) and head != expected_head:
+        raise HeadMovedError(session_id, expected_head, head)
+    wanted = [node.id] if node.parent is None else [node.id, node.parent]
+    found = {row.id: row for row in (yield _node_rows(session_id, wanted))}
+    if node.parent is not None and node.parent not in found:
+        raise UnknownNodeError(session_id, node.parent)
+    text = turn_text(node.turn)
+    existing = found.get(node.id)
+    if existing is None:
+        yield insert(nodes).values(
+            session_id=session_id,
+            id=node.id,
+            parent_id=node.parent,
+            role=node.turn.role,
+            created_at=node.created_at,
+            turn_json=text,
+        )
+    elif not _same_node(existing, node, text):
+        raise NodeConflictError(
+            f"session {session_id!r} already holds node {node.id!r} with different content"
+        )
+    yield insert(records).values(
+        [
+            {"session_id": session_id, "kind": "node", "node_id": node.id, "raw": None},
+            {"session_id": session_id, "kind": "head", "node_id": node.id, "raw": None},
+        ]
+    )
+    yield update(sessions).where(sessions.c.id == session_id).values(head=node.id, updated_at=now)
+
+
+def load_session(session_id: str) -> Plan[SessionGraph]:
+    """Every node of the session, in the order stored, and its head."""
+    head = (yield _session_row(session_id)).scalar_one_or_none()
+    rows = yield (
+        select(nodes.c.id, nodes.c.parent_id, nodes.c.turn_json, nodes.c.created_at)
+        .where(nodes.c.session_id == session_id)
+        .order_by(nodes.c.pk)
+    )
+    return SessionGraph.hydrate(session_id, [node_from_row(row) for row in rows], head)
+
+
+def _path_query(session_id: str, leaf: str, limit: int | None) -> Select[Any]:
+    """Walk parent links from `leaf` towards the root (at most `limit` nodes), root first."""
+    start = select(
+        nodes.c.id,
+        nodes.c.parent_id,
+        nodes.c.turn_json,
+        nodes.c.created_at,
+        literal(1).label("depth"),
+    ).where(nodes.c.session_id == session_id, nodes.c.id == leaf)
+    path = start.cte("path", recursive=True)
+    parent = nodes.alias("parent")
+    step = select(
+        parent.c.id,
+        parent.c.parent_id,
+        parent.c.turn_json,
+        parent.c.created_at,
+        (path.c.depth + 1).label("depth"),
+    ).where(parent.c.session_id == session_id, parent.c.id == path.c.parent_id)
+    if limit is not None:
+        step = step.where(path.c.depth < limit)
+    path = path.union_all(step)
+    return select(path).order_by(path.c.depth.desc())
+
+
+def _starts_on_tool_result(turn: Turn) -> bool:
+    return any(block.kind == "tool_result" for block in turn.blocks)
+
+
+def load_path_nodes(
+    session_id: str, leaf: str | None = None, last: int | None = None
+) -> Plan[list[SessionNode]]:
+    """The nodes from the root (or the newest `last`, moved back off a tool_result) to `leaf`."""
+    if last is not None and last < 0:
+        raise ValueError(f"last must be >= 0, got {last}")
+    if leaf is None:
+        leaf = (yield _session_row(session_id)).scalar_one_or_none()
+        if leaf is None:
+            return []
+    if last == 0:
+        return []
+    path = [node_from_row(row) for row in (yield _path_query(session_id, leaf, last))]
+    if not path:
+        raise UnknownNodeError(session_id, leaf)
+    while path[0].parent is not None and _starts_on_tool_result(path[0].turn):
+        (row,) = yield _node_rows(session_id, [path[0].parent])
+        path.insert(0, node_from_row(row))
+    return path
+
+
+def head(session_id: str) -> Plan[str | None]:
+    """The session's head, or None for an empty or missing session."""
+    value: str | None = (yield _session_row(session_id)).scalar_one_or_none()
+    return value
+
+
+def list_session_ids() -> Plan[list[str]]:
+    """Every session id, sorted."""
+    return list((yield select(sessions.c.id).order_by(sessions.c.id)).scalars())
+
+
+def _metadata_filter(key: str, value: Any) -> ColumnElement[bool]:
+    element = sessions.c.meta[key]
+    comparison: ColumnElement[bool]
+    if isinstance(value, bool):
+        comparison = element.as_boolean() == value
+    elif isinstance(value, int | float):
+        comparison = element.as_float() == value
+    elif isinstance(value, str):
+        comparison = element.as_string() == value
+    else:
+        raise TypeError(f"metadata filter {key!r}: only str, number and bool values can be matched")
+    return comparison
+
+
+def list_sessions(
+    *,
+    tag: str | None = None,
+    title_contains: str | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    limit: int | None = None,
+    session_id: str | None = None,
+) -> Plan[list[SessionInfo]]:
+    """Sessions, most recently updated first, filtered by tag, title and metadata values."""
+    count = select(func.count()).where(nodes.c.session_id == sessions.c.id).scalar_subquery()
+    query = select(sessions, count.label("node_count")).order_by(
+        sessions.c.updated_at.desc(), sessions.c.id
+    )
+    if session_id is not None:
+        query = query.where(sessions.c.id == session_id)
+    if tag is not None:
+        tagged = select(session_tags.c.session_id).where(session_tags.c.tag == tag)
+        query = query.where(sessions.c.id.in_(tagged))
+    if title_contains is not None:
+        query = query.where(sessions.c.title.contains(title_contains, autoescape=True))
+    for key, value in (metadata or {}).items():
+        query = query.where(_metadata_filter(key, value))
+    if limit is not None:
+        query = query.limit(limit)
+    rows = list((yield query))
+    tags: dict[str, list[str]] = {}
+    if rows:
+        tag_rows = (
+            yield select(session_tags)
+            .where(session_tags.c.session_id.in_([row.id for row in rows]))
+            .order_by(session_tags.c.tag)
+        )
+        for tag_row in tag_rows:
+            tags.setdefault(tag_row.session_id, []).append(tag_row.tag)
+    return [
+        SessionInfo(
+            id=row.id,
+            head=row.head,
+            node_count=row.node_count,
+            created_at=row.created_at,
+            updated_at=row.updated_at,
+            title=row.title,
+            tags=tuple(tags.get(row.id, ())),
+            metadata=row.meta or {},
+        )
+        for row in rows
+    ]
+
+
+def session_info(session_id: str) -> Plan[SessionInfo]:
+    """One session's summary. Raises UnknownSessionError when it does not exist."""
+    found = yield from list_sessions(session_id=session_id)
+    if not found:
+        raise UnknownSessionError(f"no session {session_id!r}")
+    return found[0]
+
+
+def delete_session(session_id: str) -> Plan[bool]:
+    """Delete a session with all its nodes and records; False when there was none."""
+    result = yield delete(sessions).where(sessions.c.id == session_id)
+    return bool(result.rowcount)
+
+
+def update_session(
+    dialect: str,
+    session_id: str,
+    *,
+    title: str | Unset | None = UNSET,
+    tags: Sequence[str] | Unset = UNSET,
+    metadata: Mapping[str, Any] | Unset | None = UNSET,
+) -> Plan[None]:
+    """Set a session's title, tags or metadata (creating an empty session if needed)."""
+    validate_session_id(session_id)
+    yield from ensure_session(dialect, session_id, now_ms())
+    values: dict[str, Any] = {}
+    if not isinstance(title, Unset):
+        values["title"] = title
+    if not isinstance(metadata, Unset):
+        values["meta"] = dict(metadata) if metadata is not None else None
+    if values:
+        yield update(sessions).where(sessions.c.id == session_id).values(**values)
+    if not isinstance(tags, Unset):
+        if isinstance(tags, str):
+            raise TypeError("tags must be a sequence of strings, not one string")
+        yield delete(session_tags).where(session_tags.c.session_id == session_id)
+        unique = sorted(set(tags))
+        if unique:
+            yield insert(session_tags).values(
+                [{"session_id": session_id, "tag": tag} for tag in unique]
+            )
+
+
+def fork_session(source_id: str, leaf: str | None, new_id: str) -> Plan[str | None]:
+    """Copy the path to `leaf` (default: the head) of one session into a new session.
+
+    The new session's records are those the original writer would have written for appending
+    the path's nodes one by one. Returns the new session's head.
+    """
+    validate_session_id(new_id)
+    if (yield _session_row(source_id)).first() is None:
+        raise UnknownSessionError(f"no session {source_id!r}")
+    if (yield _session_row(new_id)).first() is not None:
+        raise SessionExistsError(f"session {new_id!r} already exists; choose another id")
+    path = yield from load_path_nodes(source_id, leaf)
+    now = now_ms()
+    new_head = path[-1].id if path else None
+    yield insert(sessions).values(id=new_id, head=new_head, created_at=now, updated_at=now)
+    if path:
+        yield insert(nodes).values(
+            [
+                {
+                    "session_id": new_id,
+                    "id": node.id,
+                    "parent_id": node.parent,
+                    "role": node.turn.role,
+                    "created_at": node.created_at,
+                    "turn_json": turn_text(node.turn),
+                }
+                for node in path
+            ]
+        )
+        yield insert(records).values(
+            [
+                {"session_id": new_id, "kind": kind, "node_id": node.id, "raw": None}
+                for node in path
+                for kind in ("node", "head")
+            ]
+        )
+    return new_head

@@ -1,0 +1,261 @@
+"""SessionStore: the session DAGs in SQL, through a synchronous SQLAlchemy engine."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+from sqlalchemy import Connection, Engine
+from sqlalchemy.engine import URL
+
+from memstore.graph import SessionGraph
+from memstore.store import plans, transfer
+from memstore.store.engine import DEFAULT_URL, WRITE, create_store_engine
+from memstore.store.errors import translate_database_errors
+from memstore.store.files import atomic_text_file
+from memstore.store.handle import HandleBase
+from memstore.store.migrate import current_revision, downgrade, upgrade
+from memstore.store.plans import UNSET, Plan, SessionInfo, Unset, as_call
+from memstore.store.transfer import ImportReport, Progress
+from memstore.types import Migrator, SessionNode, Turn, TurnLike
+
+__all__ = ["SessionHandle", "SessionStore"]
+
+T = TypeVar("T")
+
+
+def drive(plan: Plan[T], connection: Connection) -> T:
+    """Run a plan's statements on `connection`, feeding each result back to the plan."""
+    try:
+        statement = next(plan)
+        while True:
+            statement = plan.send(connection.execute(*as_call(statement)))
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+
+
+class SessionStore:
+    """Branchable session DAGs in a SQL database (SQLite by default, or PostgreSQL).
+
+    Args:
+        url: a database URL (`sqlite:///path.db`, `postgresql://host/db`) or an Engine.
+        migrators: applied, in order, to every record imported from JSONL files.
+        auto_migrate: bring the schema up to date when the store opens.
+    """
+
+    def __init__(
+        self,
+        url: str | URL | Engine = DEFAULT_URL,
+        *,
+        migrators: Sequence[Migrator] = (),
+        auto_migrate: bool = True,
+    ) -> None:
+        self.engine = url if isinstance(url, Engine) else create_store_engine(url)
+        self.migrators = tuple(migrators)
+        self.dialect = self.engine.dialect.name
+        if auto_migrate:
+            with translate_database_errors("opening the store"):
+                upgrade(self.engine, only_if_needed=True)
+
+    def schema_revision(self) -> str | None:
+        """The Alembic revision the database is at (None: memstore never touched it)."""
+        with translate_database_errors("reading the schema revision"), self.engine.connect() as c:
+            return current_revision(c)
+
+    def upgrade_schema(self, revision: str = "head") -> None:
+        """Migrate the schema up to `revision` (what `auto_migrate` does on open)."""
+        with translate_database_errors(f"upgrading the schema to {revision!r}"):
+            upgrade(self.engine, revision)
+
+    def downgrade_schema(self, revision: str) -> None:
+        """Migrate the schema down to `revision`; `base` drops memstore's tables and data."""
+        with translate_database_errors(f"downgrading the schema to {revision!r}"):
+            downgrade(self.engine, revision)
+
+    def close(self) -> None:
+        """Release the engine's connections."""
+        self.engine.dispose()
+
+    def __enter__(self) -> SessionStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    @contextmanager
+    def transaction(self, *, write: bool) -> Iterator[Connection]:
+        """A connection inside one transaction; writing ones take SQLite's write lock at once."""
+        with self.engine.connect() as connection:
+            if write:
+                connection.execution_options(**{WRITE: True})
+            with connection.begin():
+                yield connection
+
+    def _run(self, plan: Plan[T], *, write: bool, action: str) -> T:
+        with translate_database_errors(action), self.transaction(write=write) as connection:
+            return drive(plan, connection)
+
+    def append_node(
+        self, session_id: str, node: SessionNode, *, expected_head: str | Unset | None = UNSET
+    ) -> None:
+        """Store `node` and move the session's head to it, in one transaction.
+
+        Appending a node that is already stored is idempotent and still moves the head. With
+        `expected_head` the append is a compare-and-set: it commits only if the head is still
+        that id (None: the session is empty).
+
+        Raises:
+            HeadMovedError: `expected_head` was given and the head is elsewhere.
+            UnknownNodeError: the node's parent is not in the session.
+            NodeConflictError: the session holds the node's id with different content.
+        """
+        plan = plans.append_node(self.dialect, session_id, node, expected_head)
+        self._run(plan, write=True, action=f"appending to session {session_id!r}")
+
+    def load_session(self, session_id: str) -> SessionGraph:
+        """The whole DAG of a session; a missing session is an empty graph."""
+        return self._run(plans.load_session(session_id), write=False, action="loading a session")
+
+    def list_sessions(self) -> list[str]:
+        """Every session id, sorted."""
+        return self._run(plans.list_session_ids(), write=False, action="listing sessions")
+
+    def load_path(
+        self, session_id: str, leaf: str | None = None, *, last: int | None = None
+    ) -> list[Turn]:
+        """The turns from the root to `leaf` (default: the head), walked in SQL.
+
+        With `last=N`, only the newest N turns, moved back so that the first is never a
+        tool_result cut off from its tool_call. A missing or empty session gives [].
+
+        Raises:
+            UnknownNodeError: the session has no node `leaf`.
+        """
+        return [node.turn for node in self.load_path_nodes(session_id, leaf, last=last)]
+
+    def load_path_nodes(
+        self, session_id: str, leaf: str | None = None, *, last: int | None = None
+    ) -> list[SessionNode]:
+        """Like `load_path`, but the nodes (ids, parents, times) rather than only the turns."""
+        plan = plans.load_path_nodes(session_id, leaf, last)
+        return self._run(plan, write=False, action="loading a path")
+
+    def head(self, session_id: str) -> str | None:
+        """The session's head node id, or None."""
+        return self._run(plans.head(session_id), write=False, action="reading a head")
+
+    def sessions(
+        self,
+        *,
+        tag: str | None = None,
+        title_contains: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        limit: int | None = None,
+    ) -> list[SessionInfo]:
+        """Sessions with their metadata, most recently updated first, optionally filtered."""
+        plan = plans.list_sessions(
+            tag=tag, title_contains=title_contains, metadata=metadata, limit=limit
+        )
+        return self._run(plan, write=False, action="listing sessions")
+
+    def session_info(self, session_id: str) -> SessionInfo:
+        """One session's metadata. Raises UnknownSessionError when it does not exist."""
+        return self._run(plans.session_info(session_id), write=False, action="reading a session")
+
+    def update_session(
+        self,
+        session_id: str,
+        *,
+        title: str | Unset | None = UNSET,
+        tags: Sequence[str] | Unset = UNSET,
+        metadata: Mapping[str, Any] | Unset | None = UNSET,
+    ) -> None:
+        """Set a session's title, tags (replacing them) or metadata object."""
+        plan = plans.update_session(
+            self.dialect, session_id, title=title, tags=tags, metadata=metadata
+        )
+        self._run(plan, write=True, action=f"updating session {session_id!r}")
+
+    def delete_session(self, session_id: str) -> bool:
+        """Delete a session and everything in it; False when there was no such session."""
+        plan = plans.delete_session(session_id)
+        return self._run(plan, write=True, action=f"deleting session {session_id!r}")
+
+    def fork_session(self, source_id: str, leaf: str | None, new_id: str) -> str | None:
+        """Copy the path to `leaf` (None: the head) into a new session; returns its head.
+
+        Raises:
+            UnknownSessionError: no session `source_id`.
+            SessionExistsError: `new_id` is taken.
+            UnknownNodeError: the source has no node `leaf`.
+        """
+        plan = plans.fork_session(source_id, leaf, new_id)
+        return self._run(plan, write=True, action=f"forking session {source_id!r}")
+
+    def import_jsonl(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        session_id: str | None = None,
+        verify: bool = True,
+        keep_mismatched: bool = False,
+        progress: Progress | None = None,
+    ) -> ImportReport:
+        """Import a legacy JSONL session file, or every `*.jsonl` file of a directory.
+
+        Each file is one transaction and one session (by default its file name's stem), and
+        passes through the store's migrators. Importing again adds only what the file gained
+        since; a file whose imported part changed is refused. With `verify`, every node id must
+        be its content hash (`keep_mismatched=True` imports mismatches with a warning).
+
+        Raises:
+            JsonlError: naming the file and line; that file's import left no trace.
+        """
+        report = ImportReport()
+        for file, target in transfer.import_targets(Path(path), session_id):
+            plan = transfer.import_file(
+                self.dialect,
+                file,
+                target,
+                migrators=self.migrators,
+                verify=verify,
+                keep_mismatched=keep_mismatched,
+                progress=progress,
+            )
+            report.files.append(self._run(plan, write=True, action=f"importing {file}"))
+        return report
+
+    def export_jsonl(self, session_id: str, path: str | os.PathLike[str]) -> int:
+        """Write a session as the JSONL file the original store would hold; returns its lines.
+
+        The file is written next to its destination and moved into place, so a failed export
+        never leaves a partial file.
+        """
+        with atomic_text_file(Path(path)) as out:
+            plan = transfer.export_session(session_id, out)
+            return self._run(plan, write=False, action=f"exporting session {session_id!r}")
+
+    def session(self, session_id: str) -> SessionHandle:
+        """A handle on one session: its graph, loaded now, and appends that persist at once."""
+        return SessionHandle(self, session_id, self.load_session(session_id))
+
+
+class SessionHandle(HandleBase):
+    """One session's graph, kept in step with the store (see HandleBase)."""
+
+    def __init__(self, store: SessionStore, session_id: str, graph: SessionGraph) -> None:
+        super().__init__(session_id, graph)
+        self.store = store
+
+    def append(self, turn: TurnLike) -> SessionNode:
+        """Append `turn` after the local head and persist it, or raise and change nothing."""
+        node, expected_head = self._prepare(turn)
+        self.store.append_node(self.session_id, node, expected_head=expected_head)
+        return self._stored(node)
+
+    def refresh(self) -> None:
+        """Reload the graph from the store (after another writer moved the head)."""
+        self._replace(self.store.load_session(self.session_id))

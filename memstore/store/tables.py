@@ -1,0 +1,100 @@
+"""The SQL schema of the session store, as SQLAlchemy Core tables.
+
+Alembic revisions in `migrations/` create and evolve these tables; a test checks that the two agree.
+
+- `sessions`: one row per session, with its head (live leaf) and user metadata.
+- `session_tags`: the tags of a session, one row each (so filtering is a plain join).
+- `nodes`: the content-addressed turns. A turn is stored as its exact JSON text; role and time
+  get their own columns for queries. A node's parent must be a node of the same session.
+- `records`: the append log, in order: one `node` and one `head` record per append, as the
+  original JSONL writer wrote them. `raw` keeps an imported line's exact text when it cannot be
+  re-derived from the node (spacing, escapes, key order, unknown record types).
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    CheckConstraint,
+    Column,
+    ForeignKey,
+    ForeignKeyConstraint,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+
+__all__ = ["metadata", "nodes", "records", "session_tags", "sessions"]
+
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "ck": "ck_%(table_name)s_%(constraint_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_N_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+# SQLite only auto-increments an INTEGER PRIMARY KEY; PostgreSQL gets a 64-bit identity.
+SerialKey = BigInteger().with_variant(Integer(), "sqlite")
+JsonObject = JSON().with_variant(JSONB(), "postgresql")
+Id = String(255)
+
+sessions = Table(
+    "sessions",
+    metadata,
+    Column("id", Id, primary_key=True),
+    Column("head", Id, nullable=True),
+    Column("created_at", BigInteger, nullable=False),
+    Column("updated_at", BigInteger, nullable=False),
+    Column("title", Text, nullable=True),
+    Column("meta", JsonObject, nullable=True),
+)
+
+session_tags = Table(
+    "session_tags",
+    metadata,
+    Column("session_id", Id, ForeignKey("sessions.id", ondelete="CASCADE"), primary_key=True),
+    Column("tag", Id, primary_key=True),
+    Index(None, "tag"),
+)
+
+nodes = Table(
+    "nodes",
+    metadata,
+    Column("pk", SerialKey, primary_key=True, autoincrement=True),
+    Column("session_id", Id, ForeignKey("sessions.id", ondelete="CASCADE"), nullable=False),
+    Column("id", Id, nullable=False),
+    Column("parent_id", Id, nullable=True),
+    Column("role", String(32), nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    Column("turn_json", Text, nullable=False),
+    UniqueConstraint("session_id", "id"),
+    ForeignKeyConstraint(
+        ["session_id", "parent_id"], ["nodes.session_id", "nodes.id"], ondelete="CASCADE"
+    ),
+    CheckConstraint("parent_id IS NULL OR parent_id <> id", name="not_own_parent"),
+    Index(None, "session_id", "parent_id"),
+)
+
+records = Table(
+    "records",
+    metadata,
+    Column("pk", SerialKey, primary_key=True, autoincrement=True),
+    Column("session_id", Id, ForeignKey("sessions.id", ondelete="CASCADE"), nullable=False),
+    Column("kind", String(8), nullable=False),
+    Column("node_id", Id, nullable=True),
+    Column("raw", Text, nullable=True),
+    ForeignKeyConstraint(
+        ["session_id", "node_id"], ["nodes.session_id", "nodes.id"], ondelete="CASCADE"
+    ),
+    CheckConstraint("kind IN ('node', 'head', 'other')", name="known_kind"),
+    Index(None, "session_id", "pk"),
+)

@@ -1,0 +1,312 @@
+"""Import and export of legacy JSONL session files, byte for byte, as store plans.
+
+An import runs in one transaction per file: a refused file leaves the database as it was. It is
+incremental: the records already imported must still be the file's prefix (compared byte by
+byte, streaming); only the lines after them are added. Lines are read, checked and inserted in
+batches, so memory stays bounded by the largest line, not the file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO, TextIO
+
+from sqlalchemy import Select, and_, insert, select, text, update
+
+from memstore.errors import JsonlError, UnknownSessionError
+from memstore.jsonl import ReadOutcome, Record, head_line, node_line, read_records, verify_node_id
+from memstore.store.plans import Plan, ensure_session, now_ms
+from memstore.store.tables import nodes, records, sessions
+from memstore.types import Migrator, validate_session_id
+
+__all__ = [
+    "FileImport",
+    "ImportReport",
+    "Progress",
+    "export_session",
+    "import_file",
+    "import_targets",
+    "render_record",
+]
+
+BATCH_ROWS = 1000
+STREAM_ROWS = 1000
+
+Progress = Callable[[int, int], None]
+"""Called as records are imported: (bytes read so far, records read so far)."""
+
+
+@dataclass
+class FileImport:
+    """What importing one file did."""
+
+    path: Path
+    session_id: str
+    records: int = 0
+    nodes: int = 0
+    leaf: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    unchanged: bool = False
+
+
+@dataclass
+class ImportReport:
+    """What an import did, file by file."""
+
+    files: list[FileImport] = field(default_factory=list)
+
+    @property
+    def records(self) -> int:
+        """Records added, over all files."""
+        return sum(item.records for item in self.files)
+
+    @property
+    def nodes(self) -> int:
+        """Nodes added, over all files."""
+        return sum(item.nodes for item in self.files)
+
+    @property
+    def warnings(self) -> list[str]:
+        """Every file's warnings."""
+        return [warning for item in self.files for warning in item.warnings]
+
+
+def _stored_records(session_id: str) -> Select[Any]:
+    """The session's records in order, with what is needed to render each line."""
+    return (
+        select(
+            records.c.kind,
+            records.c.node_id,
+            records.c.raw,
+            nodes.c.parent_id,
+            nodes.c.turn_json,
+            nodes.c.created_at,
+        )
+        .outerjoin(
+            nodes,
+            and_(
+                nodes.c.session_id == records.c.session_id,
+                nodes.c.id == records.c.node_id,
+                records.c.kind == "node",
+            ),
+        )
+        .where(records.c.session_id == session_id)
+        .order_by(records.c.pk)
+        .execution_options(yield_per=STREAM_ROWS)
+    )
+
+
+def render_record(row: Any) -> str:
+    """A stored record's line, exactly as it was (or would have been) written."""
+    if row.raw is not None:
+        return str(row.raw)
+    if row.kind == "node":
+        return node_line(row.node_id, row.parent_id, row.turn_json, row.created_at)
+    return head_line(row.node_id)
+
+
+def _stored_lines(session_id: str) -> Plan[Generator[str, None, None]]:
+    """The session's lines, streamed; the cursor closes when the iterator ends or is dropped."""
+    result = yield _stored_records(session_id)
+
+    def lines() -> Generator[str, None, None]:
+        with result:
+            for row in result:
+                yield render_record(row)
+
+    return lines()
+
+
+def _match_prefix(path: Path, session_id: str, file: BinaryIO) -> Plan[tuple[int, int]]:
+    """Check that what was imported before is still the file's prefix; returns its bytes and
+    lines. The file is left positioned just after the prefix."""
+    offset = lines = 0
+    stored = yield from _stored_lines(session_id)
+    for stored_line in stored:
+        expected = stored_line.encode()
+        if file.read(len(expected)) != expected:
+            stored.close()
+            raise JsonlError(
+                path,
+                lines + 1,
+                f"this line differs from what was imported into session {session_id!r} before; "
+                "the file's already-imported part changed (import it under another session id, "
+                "or delete the session first)",
+            )
+        offset += len(expected)
+        lines += 1
+    return offset, lines
+
+
+class _Batch:
+    """Rows waiting to be inserted: nodes first (records refer to them)."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        self.nodes: list[dict[str, Any]] = []
+        self.records: list[dict[str, Any]] = []
+
+    def add_record(self, kind: str, node_id: str | None, raw: str | None) -> None:
+        self.records.append(
+            {"session_id": self.session_id, "kind": kind, "node_id": node_id, "raw": raw}
+        )
+
+    def add_node(self, record: Record) -> None:
+        self.nodes.append(
+            {
+                "session_id": self.session_id,
+                "id": record.node_id,
+                "parent_id": record.parent,
+                "role": record.role,
+                "created_at": record.created_at,
+                "turn_json": record.turn_json,
+            }
+        )
+
+    def flush(self) -> Plan[None]:
+        if self.nodes:
+            yield insert(nodes), self.nodes
+            self.nodes = []
+        if self.records:
+            yield insert(records), self.records
+            self.records = []
+
+
+def _existing_node(session_id: str, node_id: str) -> Select[Any]:
+    return select(nodes.c.parent_id, nodes.c.turn_json, nodes.c.created_at).where(
+        nodes.c.session_id == session_id, nodes.c.id == node_id
+    )
+
+
+@dataclass
+class _ImportOptions:
+    migrators: Sequence[Migrator]
+    verify: bool
+    keep_mismatched: bool
+    progress: Progress | None
+
+
+def _import_node(
+    report: FileImport, record: Record, known: set[str], batch: _Batch, options: _ImportOptions
+) -> Plan[None]:
+    path, number = report.path, record.line.number
+    assert record.node_id is not None
+    if record.parent is not None and record.parent not in known:
+        raise JsonlError(
+            path,
+            number,
+            f"node {record.node_id!r} names parent {record.parent!r}, "
+            "which no earlier line defines",
+        )
+    if record.node_id in known:
+        yield from batch.flush()
+        stored = (yield _existing_node(report.session_id, record.node_id)).one()
+        same = (stored.parent_id, stored.turn_json, stored.created_at)
+        if same != (record.parent, record.turn_json, record.created_at):
+            raise JsonlError(
+                path, number, f"node {record.node_id!r} appears again with different content"
+            )
+        return
+    if options.verify and (mismatch := verify_node_id(path, record)) is not None:
+        if not options.keep_mismatched:
+            raise JsonlError(
+                path,
+                number,
+                mismatch.split(": ", 1)[1] + " (pass keep_mismatched=True to import it anyway)",
+            )
+        report.warnings.append(mismatch)
+    known.add(record.node_id)
+    batch.add_node(record)
+    report.nodes += 1
+
+
+def import_file(
+    dialect: str,
+    path: Path,
+    session_id: str,
+    *,
+    migrators: Sequence[Migrator] = (),
+    verify: bool = True,
+    keep_mismatched: bool = False,
+    progress: Progress | None = None,
+) -> Plan[FileImport]:
+    """Import one JSONL file into a session (incrementally); see the module docstring."""
+    validate_session_id(session_id)
+    options = _ImportOptions(migrators, verify, keep_mismatched, progress)
+    report = FileImport(path, session_id)
+    with path.open("rb") as file:
+        if dialect == "postgresql":
+            # Plans cached while the tables were small (say, empty and never analyzed) would
+            # keep checking foreign keys by sequential scan as the import grows them.
+            yield text("SET LOCAL plan_cache_mode = force_custom_plan")
+        report.leaf = yield from ensure_session(dialect, session_id, now_ms())
+        offset, lines = yield from _match_prefix(path, session_id, file)
+        known = set((yield select(nodes.c.id).where(nodes.c.session_id == session_id)).scalars())
+        outcome = ReadOutcome([])
+        batch = _Batch(session_id)
+        new_head = None
+        for record in read_records(
+            path, file, migrators, offset=offset, number=lines + 1, outcome=outcome
+        ):
+            if record.kind == "node":
+                yield from _import_node(report, record, known, batch, options)
+            elif record.kind == "head":
+                if record.node_id not in known:
+                    raise JsonlError(
+                        path,
+                        record.line.number,
+                        f"head names {record.node_id!r}, which no earlier line defines",
+                    )
+                new_head = record.node_id
+            batch.add_record(record.kind, record.node_id, record.raw)
+            report.records += 1
+            if len(batch.records) >= BATCH_ROWS:
+                yield from batch.flush()
+                if progress is not None:
+                    progress(record.line.end, lines + report.records)
+        yield from batch.flush()
+        report.warnings.extend(outcome.warnings)
+    report.unchanged = report.records == 0
+    if new_head is not None:
+        report.leaf = new_head
+    if not report.unchanged:
+        yield (
+            update(sessions)
+            .where(sessions.c.id == session_id)
+            .values(head=report.leaf, updated_at=now_ms())
+        )
+    return report
+
+
+def import_targets(path: Path, session_id: str | None = None) -> list[tuple[Path, str]]:
+    """The (file, session id) pairs an import of `path` covers: the file itself, or each
+    `*.jsonl` file of a directory; a session id defaults to the file name's stem."""
+    if path.is_dir():
+        if session_id is not None:
+            raise ValueError("session_id can only be given when importing a single file")
+        files = sorted(item for item in path.glob("*.jsonl") if item.is_file())
+        return [(file, file.stem) for file in files]
+    if not path.is_file():
+        raise JsonlError(path, None, "no such file or directory")
+    return [(path, session_id or path.stem)]
+
+
+def export_session(session_id: str, out: TextIO) -> Plan[int]:
+    """Write a session's records as JSONL to `out`; returns the number of lines.
+
+    Raises:
+        UnknownSessionError: there is no such session.
+    """
+    if (yield select(sessions.c.id).where(sessions.c.id == session_id)).first() is None:
+        raise UnknownSessionError(f"no session {session_id!r}")
+    count = 0
+    stored = yield from _stored_lines(session_id)
+    try:
+        for line in stored:
+            out.write(line)
+            count += 1
+    finally:
+        stored.close()
+    return count

@@ -1,0 +1,501 @@
+"""The contract types: turns and blocks, session nodes, the model seam and run events.
+
+Everything here is an immutable pydantic model whose JSON names stay camelCase (`createdAt`,
+`callId`, `dataBase64`) while Python names are snake_case. Turns and blocks keep keys they do not
+know, and every wire model remembers the key order it was parsed with, because a node's id is a hash
+of the exact JSON text of its turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterable, Callable, Iterable, Mapping
+from typing import Annotated, Any, Literal, Protocol, TypeAlias, runtime_checkable
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
+    SerializerFunctionWrapHandler,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    Tag,
+    TypeAdapter,
+    WrapSerializer,
+    model_serializer,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
+
+__all__ = [
+    "AgentConfig",
+    "Block",
+    "Channel",
+    "Clock",
+    "CompactionPolicy",
+    "Conversation",
+    "FaultedEvent",
+    "ImageBlock",
+    "JsonDict",
+    "Migrator",
+    "ModelCard",
+    "ModelInvoker",
+    "PendingTool",
+    "Role",
+    "RunError",
+    "RunEvent",
+    "RunPhase",
+    "RunSnapshot",
+    "SessionHead",
+    "SessionNode",
+    "SettledEvent",
+    "SnapshotEvent",
+    "StreamDone",
+    "StreamError",
+    "StreamEvent",
+    "StreamOptions",
+    "StreamTextDelta",
+    "StreamThinkingDelta",
+    "TextBlock",
+    "TextDeltaEvent",
+    "ThinkingBlock",
+    "ThinkingDeltaEvent",
+    "ToolCallBlock",
+    "ToolFinishedEvent",
+    "ToolOutcome",
+    "ToolResultBlock",
+    "ToolStartedEvent",
+    "Turn",
+    "TurnLike",
+    "UnknownBlock",
+    "Usage",
+    "parse_turn",
+    "turn_to_json",
+    "validate_session_id",
+]
+
+JsonDict: TypeAlias = dict[str, Any]
+Role: TypeAlias = Literal["user", "assistant"]
+Clock: TypeAlias = Callable[[], int]
+"""Returns the current time in epoch milliseconds; injectable for tests."""
+
+
+class _Contract(BaseModel):
+    """Immutable, camelCase on the wire, snake_case in Python."""
+
+    model_config = ConfigDict(
+        frozen=True,
+        alias_generator=to_camel,
+        validate_by_name=True,
+        validate_by_alias=True,
+        serialize_by_alias=True,
+    )
+
+
+class _Wire(_Contract):
+    """A wire object that keeps unknown keys and the key order it was parsed with."""
+
+    model_config = ConfigDict(extra="allow")
+    _key_order: tuple[str, ...] | None = PrivateAttr(default=None)
+
+    def __init__(self, **data: Any) -> None:
+        super().__init__(**data)
+        self._key_order = None  # built in Python: declaration order, not keyword order
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _remember_key_order(cls, data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
+        model = handler(data)
+        if isinstance(data, Mapping) and isinstance(model, _Wire):
+            implied = tuple(key for key in model._always_present() if key not in data)
+            model._key_order = (*implied, *data)
+        return model
+
+    @model_serializer(mode="wrap")
+    def _serialize_in_key_order(self, handler: SerializerFunctionWrapHandler) -> JsonDict:
+        dumped: JsonDict = handler(self)
+        present = {self._wire_name(name) for name in self.model_fields_set}
+        present.update(self.__pydantic_extra__ or ())
+        present.update(self._always_present())
+        order = self._key_order or tuple(dumped)
+        ordered = {key: dumped[key] for key in order if key in present and key in dumped}
+        for key, value in dumped.items():
+            if key in present and key not in ordered:
+                ordered[key] = value
+        return ordered
+
+    @classmethod
+    def _wire_name(cls, field_name: str) -> str:
+        field = cls.model_fields.get(field_name)
+        return field.alias if field is not None and field.alias else field_name
+
+    @classmethod
+    def _always_present(cls) -> tuple[str, ...]:
+        """Keys emitted even when they were not set explicitly (defaults such as `kind`)."""
+        return ()
+
+
+class _BlockBase(_Wire):
+    @classmethod
+    def _always_present(cls) -> tuple[str, ...]:
+        return ("kind",)
+
+
+class TextBlock(_BlockBase):
+    """Visible text."""
+
+    kind: Literal["text"] = "text"
+    text: StrictStr
+
+
+class ThinkingBlock(_BlockBase):
+    """The model's reasoning text."""
+
+    kind: Literal["thinking"] = "thinking"
+    text: StrictStr
+
+
+class ToolCallBlock(_BlockBase):
+    """A request from the model to run a tool; `input` is any JSON value."""
+
+    kind: Literal["tool_call"] = "tool_call"
+    id: StrictStr
+    name: StrictStr
+    input: Any = None
+
+
+class ToolResultBlock(_BlockBase):
+    """The result of a tool call, matched to it by `call_id` (`callId` on the wire)."""
+
+    kind: Literal["tool_result"] = "tool_result"
+    call_id: StrictStr
+    output: Any = None
+    is_error: StrictBool | None = None
+
+
+class ImageBlock(_BlockBase):
+    """An inline image, base64-encoded."""
+
+    kind: Literal["image"] = "image"
+    media_type: StrictStr
+    data_base64: StrictStr = Field(alias="dataBase64")
+
+
+class UnknownBlock(_BlockBase):
+    """A block of a kind memstore does not know; kept as-is, never dropped."""
+
+    kind: StrictStr
+
+
+_KNOWN_KINDS = frozenset({"text", "thinking", "tool_call", "tool_result", "image"})
+
+
+def _block_tag(value: Any) -> str:
+    kind = value.get("kind") if isinstance(value, Mapping) else getattr(value, "kind", None)
+    return kind if kind in _KNOWN_KINDS else "unknown"
+
+
+Block: TypeAlias = Annotated[
+    Annotated[TextBlock, Tag("text")]
+    | Annotated[ThinkingBlock, Tag("thinking")]
+    | Annotated[ToolCallBlock, Tag("tool_call")]
+    | Annotated[ToolResultBlock, Tag("tool_result")]
+    | Annotated[ImageBlock, Tag("image")]
+    | Annotated[UnknownBlock, Tag("unknown")],
+    Discriminator(_block_tag),
+]
+
+
+def _as_list(value: tuple[Any, ...], handler: SerializerFunctionWrapHandler) -> list[Any]:
+    return list(handler(value))
+
+
+class Turn(_Wire):
+    """One message of a conversation: a role and its blocks."""
+
+    role: Role
+    blocks: Annotated[tuple[Block, ...], WrapSerializer(_as_list)]
+
+    def to_json(self) -> JsonDict:
+        """The wire form: a plain dict in the original key order, unknown keys included."""
+        return self.model_dump()
+
+
+TurnLike: TypeAlias = Turn | Mapping[str, Any]
+"""A Turn model or its plain JSON dict; every function that reads turns accepts both."""
+
+_TURN = TypeAdapter(Turn)
+
+
+def parse_turn(value: TurnLike) -> Turn:
+    """Validate a plain JSON dict (or pass a Turn through) into a Turn model."""
+    return value if isinstance(value, Turn) else _TURN.validate_python(value)
+
+
+def turn_to_json(turn: TurnLike) -> Mapping[str, Any]:
+    """The wire dict of a turn; a plain dict is returned as given, in its own key order."""
+    return turn.to_json() if isinstance(turn, Turn) else turn
+
+
+class SessionNode(_Contract):
+    """One content-addressed turn in a session DAG."""
+
+    id: StrictStr
+    parent: StrictStr | None
+    turn: Turn
+    created_at: StrictInt
+
+    def to_json(self) -> JsonDict:
+        """The wire form, keys in the contract's order: id, parent, turn, createdAt."""
+        return {
+            "id": self.id,
+            "parent": self.parent,
+            "turn": self.turn.to_json(),
+            "createdAt": self.created_at,
+        }
+
+
+class SessionHead(_Contract):
+    """The live leaf of a session."""
+
+    session_id: str
+    leaf: str
+
+
+@runtime_checkable
+class Migrator(Protocol):
+    """Moves one raw stored record forward by one schema version."""
+
+    @property
+    def id(self) -> str: ...
+
+    def upgrade(self, raw: Any) -> Any: ...
+
+
+# --- the model seam (gateway types) -------------------------------------------------------------
+
+
+class Usage(_Contract):
+    """Tokens a model call consumed."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class ModelCard(_Contract):
+    """What memstore needs to know about a model: its id and window."""
+
+    id: str
+    context_window: int
+    max_output_tokens: int | None = None
+
+
+class Conversation(_Contract):
+    """The input of a model call."""
+
+    system: str | None = None
+    turns: tuple[Turn, ...] = ()
+
+
+class StreamOptions(_Contract):
+    """Per-call options of a model invocation."""
+
+    model: str | None = None
+    max_output_tokens: int | None = None
+
+
+class StreamTextDelta(_Contract):
+    """A piece of streamed visible text."""
+
+    kind: Literal["text_delta"] = "text_delta"
+    delta: str
+
+
+class StreamThinkingDelta(_Contract):
+    """A piece of streamed reasoning."""
+
+    kind: Literal["thinking_delta"] = "thinking_delta"
+    delta: str
+
+
+class StreamDone(_Contract):
+    """The terminal event of a successful stream: the whole turn and its usage."""
+
+    kind: Literal["done"] = "done"
+    turn: Turn
+    usage: Usage = Usage()
+
+
+class StreamError(_Contract):
+    """The terminal event of a failed stream."""
+
+    kind: Literal["error"] = "error"
+    message: str
+
+
+StreamEvent: TypeAlias = Annotated[
+    StreamTextDelta | StreamThinkingDelta | StreamDone | StreamError, Field(discriminator="kind")
+]
+Channel: TypeAlias = AsyncIterable[StreamEvent] | Iterable[StreamEvent]
+"""A model's reply: an async iterator of stream events (a plain iterator is accepted too)."""
+ModelInvoker: TypeAlias = Callable[[Conversation, StreamOptions], Channel]
+"""The injectable seam through which condensation reaches a model."""
+
+
+# --- run state and events -----------------------------------------------------------------------
+
+RunPhase: TypeAlias = Literal[
+    "idle", "invoking", "streaming", "dispatching", "compacting", "settled", "faulted"
+]
+
+
+class PendingTool(_Contract):
+    """A tool call of the current run and how far it has got."""
+
+    id: str
+    name: str
+    stage: Literal["queued", "running", "done"]
+
+
+class RunError(_Contract):
+    """Why a run faulted. The seed leaves its shape open; extra keys are kept."""
+
+    model_config = ConfigDict(extra="allow")
+    message: str
+    code: str | None = None
+
+
+class ToolOutcome(_Contract):
+    """What a finished tool produced. The seed leaves its shape open; extra keys are kept."""
+
+    model_config = ConfigDict(extra="allow")
+    output: Any = None
+    is_error: bool = False
+
+
+class RunSnapshot(_Contract):
+    """The full state of a run at one moment."""
+
+    run_id: str
+    session_id: str
+    phase: RunPhase
+    messages: tuple[Turn, ...] = ()
+    pending: tuple[PendingTool, ...] = ()
+    usage_total: Usage = Usage()
+    model: str
+    error: RunError | None = None
+
+
+class SnapshotEvent(_Contract):
+    """A new snapshot of the run."""
+
+    kind: Literal["snapshot"] = "snapshot"
+    snapshot: RunSnapshot
+
+
+class TextDeltaEvent(_Contract):
+    """A piece of streamed visible text."""
+
+    kind: Literal["text_delta"] = "text_delta"
+    delta: str
+
+
+class ThinkingDeltaEvent(_Contract):
+    """A piece of streamed reasoning."""
+
+    kind: Literal["thinking_delta"] = "thinking_delta"
+    delta: str
+
+
+class ToolStartedEvent(_Contract):
+    """A tool began to run."""
+
+    kind: Literal["tool_started"] = "tool_started"
+    id: str
+    name: str
+
+
+class ToolFinishedEvent(_Contract):
+    """A tool finished."""
+
+    kind: Literal["tool_finished"] = "tool_finished"
+    id: str
+    name: str
+    outcome: ToolOutcome
+
+
+class SettledEvent(_Contract):
+    """The run ended normally."""
+
+    kind: Literal["settled"] = "settled"
+    snapshot: RunSnapshot
+
+
+class FaultedEvent(_Contract):
+    """The run ended with an error."""
+
+    kind: Literal["faulted"] = "faulted"
+    error: RunError
+    snapshot: RunSnapshot
+
+
+RunEvent: TypeAlias = Annotated[
+    SnapshotEvent
+    | TextDeltaEvent
+    | ThinkingDeltaEvent
+    | ToolStartedEvent
+    | ToolFinishedEvent
+    | SettledEvent
+    | FaultedEvent,
+    Field(discriminator="kind"),
+]
+
+
+# --- configuration ------------------------------------------------------------------------------
+
+
+class CompactionPolicy(_Contract):
+    """When to condense (a fraction of the window) and how many trailing turns to keep verbatim."""
+
+    trigger_ratio: float = Field(default=0.8, gt=0, le=1)
+    keep_recent: int = Field(default=8, ge=0)
+
+
+class AgentConfig(_Contract):
+    """An agent's configuration; `compaction=None` disables condensation."""
+
+    model: str
+    system: str | None = None
+    tools: Any = None
+    max_output_tokens: int | None = Field(default=None, gt=0)
+    thinking: str | None = None
+    compaction: CompactionPolicy | None = None
+    max_turns: int = Field(default=64, gt=0)
+
+
+_MAX_SESSION_ID = 255
+_FORBIDDEN_IN_ID = frozenset("/\\") | {chr(c) for c in range(0x20)} | {"\x7f"}
+
+
+def validate_session_id(session_id: object) -> str:
+    """Return `session_id` if it is safe both as a database key and as a file name.
+
+    Raises:
+        InvalidSessionIdError: empty, longer than 255 characters, `.` or `..`, or holding a
+            path separator or a control character.
+    """
+    from memstore.errors import InvalidSessionIdError
+
+    if not isinstance(session_id, str) or not session_id:
+        raise InvalidSessionIdError(f"session id must be a non-empty string, got {session_id!r}")
+    if len(session_id) > _MAX_SESSION_ID:
+        raise InvalidSessionIdError(f"session id is longer than {_MAX_SESSION_ID} characters")
+    if session_id in (".", "..") or not _FORBIDDEN_IN_ID.isdisjoint(session_id):
+        raise InvalidSessionIdError(
+            f"session id {session_id!r} may not be '.' or '..' or contain '/', '\\' or control "
+            "characters"
+        )
+    return session_id

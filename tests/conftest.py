@@ -1,0 +1,137 @@
+"""Shared test helpers: the fixture files written by the original JavaScript, and databases."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy
+from sqlalchemy.engine import make_url
+
+from memstore.store import SessionStore
+
+FIXTURES = Path(__file__).parent / "fixtures"
+VECTORS = FIXTURES / "vectors"
+LEGACY = FIXTURES / "legacy-jsonl"
+LEGACY_FILES = sorted(LEGACY.glob("*.jsonl"))
+
+
+def read_vectors(name: str) -> list[dict[str, Any]]:
+    """The records of one vector file (plain `json` is fine here: vectors use no exotic values)."""
+    lines = (VECTORS / name).read_text(encoding="utf-8").split("\n")
+    return [json.loads(line) for line in lines if line]
+
+
+def expected_for(path: Path) -> dict[str, Any]:
+    """The expected results the original implementation computed for a legacy file."""
+    result: dict[str, Any] = json.loads((LEGACY / "expected" / f"{path.stem}.json").read_text())
+    return result
+
+
+# --- databases ----------------------------------------------------------------------------------
+
+POSTGRES_URL_VARIABLE = "MEMSTORE_TEST_POSTGRES_URL"
+
+
+def postgres_server_url() -> str:
+    """The PostgreSQL server the tests use; skips without one, but fails in CI."""
+    url = os.environ.get(POSTGRES_URL_VARIABLE)
+    if not url:
+        if os.environ.get("CI"):
+            pytest.fail(f"{POSTGRES_URL_VARIABLE} is not set: CI must run the PostgreSQL tests")
+        pytest.skip(f"set {POSTGRES_URL_VARIABLE} to run the PostgreSQL tests")
+    return url
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A URL whose connections see a fresh, empty schema of their own, dropped afterwards."""
+    server = make_url(postgres_server_url()).set(drivername="postgresql+psycopg")
+    schema = f"memstore_test_{uuid.uuid4().hex[:16]}"
+    admin = sqlalchemy.create_engine(server)
+    with admin.begin() as connection:
+        connection.execute(sqlalchemy.text(f'CREATE SCHEMA "{schema}"'))
+    try:
+        url = server.update_query_dict({"options": f"-csearch_path={schema}"})
+        yield url.render_as_string(hide_password=False)
+    finally:
+        with admin.begin() as connection:
+            connection.execute(sqlalchemy.text(f'DROP SCHEMA "{schema}" CASCADE'))
+        admin.dispose()
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    """A URL of a fresh SQLite file."""
+    return f"sqlite:///{tmp_path / 'memstore.db'}"
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def database_url(request: pytest.FixtureRequest) -> str:
+    """Each test that asks for it runs once on SQLite and once on PostgreSQL."""
+    url: str = request.getfixturevalue(f"{request.param}_url")
+    return url
+
+
+class Blocking:
+    """Runs an async object's coroutine methods to completion, so one test body covers both."""
+
+    def __init__(self, target: Any, runner: asyncio.Runner) -> None:
+        self._target = target
+        self._runner = runner
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._target, name)
+        if not callable(attribute):
+            return attribute
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            result = attribute(*args, **kwargs)
+            if inspect.isawaitable(result):
+                result = self._runner.run(_awaited(result))
+            if type(result).__name__ == "AsyncSessionHandle":
+                return Blocking(result, self._runner)
+            return result
+
+        return call
+
+
+async def _awaited(awaitable: Any) -> Any:
+    return await awaitable
+
+
+@pytest.fixture(params=["sync", "async"])
+def open_store(request: pytest.FixtureRequest, database_url: str) -> Iterator[Callable[..., Any]]:
+    """Opens stores on this test's database: a SessionStore, or an AsyncSessionStore driven
+    through `Blocking` (typed as SessionStore, since it answers the same calls)."""
+    opened: list[Any] = []
+    runner = asyncio.Runner()
+
+    def open_(**kwargs: Any) -> SessionStore:
+        if request.param == "sync":
+            store: Any = SessionStore(database_url, **kwargs)
+        else:
+            from memstore.store.aio import AsyncSessionStore
+
+            store = Blocking(AsyncSessionStore(database_url, **kwargs), runner)
+            store.open()
+        opened.append(store)
+        return store  # type: ignore[no-any-return]
+
+    yield open_
+    for store in opened:
+        store.close()
+    runner.close()
+
+
+@pytest.fixture
+def store(open_store: Callable[..., SessionStore]) -> SessionStore:
+    """A store on a fresh database, sync or async, SQLite or PostgreSQL."""
+    return open_store()

@@ -1,0 +1,178 @@
+"""Alembic revisions: they match the models, keep data, run from every entry point, and ship."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+import sqlalchemy
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+
+from memstore.store import SessionStore, create_store_engine
+from memstore.store.migrate import alembic_config, head_revision, migrations_dir
+from memstore.store.tables import metadata
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def table_names(url: str) -> set[str]:
+    engine = create_store_engine(url)
+    try:
+        return set(sqlalchemy.inspect(engine).get_table_names())
+    finally:
+        engine.dispose()
+
+
+def test_the_models_and_the_migrations_agree(database_url: str) -> None:
+    store = SessionStore(database_url)
+    try:
+        with store.engine.connect() as connection:
+            context = MigrationContext.configure(connection, opts={"compare_type": True})
+            assert compare_metadata(context, metadata) == []
+    finally:
+        store.close()
+
+
+def test_upgrade_and_downgrade_base_round_trip(database_url: str) -> None:
+    store = SessionStore(database_url, auto_migrate=False)
+    try:
+        assert store.schema_revision() is None
+        store.upgrade_schema()
+        assert store.schema_revision() == head_revision()
+        assert {"sessions", "nodes", "records", "session_tags"} <= table_names(database_url)
+        store.downgrade_schema("base")
+        assert store.schema_revision() is None
+        assert table_names(database_url) <= {"alembic_version"}
+    finally:
+        store.close()
+
+
+def test_every_upgrade_step_keeps_existing_rows(database_url: str) -> None:
+    revisions = list(reversed(list(ScriptDirectory.from_config(alembic_config()).walk_revisions())))
+    store = SessionStore(database_url, auto_migrate=False)
+    try:
+        store.upgrade_schema(revisions[0].revision)
+        with store.engine.begin() as connection:
+            connection.execute(
+                sqlalchemy.text(
+                    "INSERT INTO sessions (id, head, created_at, updated_at) "
+                    "VALUES ('kept', NULL, 1, 2)"
+                )
+            )
+        for revision in revisions[1:]:
+            store.upgrade_schema(revision.revision)
+        assert store.schema_revision() == head_revision()
+        assert store.list_sessions() == ["kept"]
+    finally:
+        store.close()
+
+
+def _open_store(url: str) -> None:
+    SessionStore(url).close()
+
+
+def test_many_processes_opening_a_fresh_database_migrate_once(database_url: str) -> None:
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(6) as pool:
+        pool.map(_open_store, [database_url] * 6)
+    store = SessionStore(database_url, auto_migrate=False)
+    try:
+        assert store.schema_revision() == head_revision()
+    finally:
+        store.close()
+
+
+def run(*args: str, cwd: Path = ROOT, env: dict[str, str] | None = None) -> str:
+    done = subprocess.run(
+        args,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        check=False,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout + done.stderr
+
+
+def test_the_alembic_command_line_upgrades_and_downgrades(sqlite_url: str) -> None:
+    alembic = str(Path(sys.executable).parent / "alembic")
+    run(alembic, "-x", f"url={sqlite_url}", "upgrade", "head")
+    assert "nodes" in table_names(sqlite_url)
+    assert head_revision() in run(alembic, "-x", f"url={sqlite_url}", "current")
+    run(alembic, "downgrade", "base", env={"MEMSTORE_DB": sqlite_url})
+    assert "nodes" not in table_names(sqlite_url)
+
+
+def test_the_memstore_db_commands(database_url: str) -> None:
+    memstore = [sys.executable, "-m", "memstore.cli", "--db", database_url]
+    assert "none" in run(*memstore, "db", "current")
+    assert head_revision() in run(*memstore, "db", "upgrade")
+    assert "up to date" in run(*memstore, "db", "current")
+    assert "base" in run(*memstore, "db", "downgrade", "base")
+    assert "nodes" not in table_names(database_url)
+
+
+def test_the_wheel_ships_the_migrations_and_they_work_when_installed(tmp_path: Path) -> None:
+    run(
+        sys.executable,
+        "-m",
+        "pip",
+        "wheel",
+        "--no-deps",
+        "--no-build-isolation",
+        "-q",
+        "-w",
+        str(tmp_path / "dist"),
+        str(ROOT),
+    )
+    (wheel,) = (tmp_path / "dist").glob("memstore-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "memstore/_migrations/env.py" in names
+    assert any(n.startswith("memstore/_migrations/versions/0001") for n in names)
+    target = tmp_path / "site"
+    run(
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        "--no-deps",
+        "-q",
+        "--target",
+        str(target),
+        str(wheel),
+    )
+    script = (
+        "import memstore, sys; from memstore.store.migrate import migrations_dir; "
+        "assert 'site' in memstore.__file__, memstore.__file__; "
+        "s = memstore.SessionStore('sqlite:///x.db'); print(migrations_dir(), s.list_sessions())"
+    )
+    output = run(sys.executable, "-c", script, cwd=tmp_path, env={"PYTHONPATH": str(target)})
+    assert "_migrations" in output
+
+
+def test_migrations_are_found_in_a_checkout() -> None:
+    assert migrations_dir() == ROOT / "migrations"
+
+
+@pytest.mark.parametrize("command", [["db", "current"], ["demo"]])
+def test_a_bad_database_url_is_one_clear_line(command: list[str]) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "memstore.cli", "--db", "mysql://x/y", *command],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [
+        "error: unsupported database 'mysql' in 'mysql://x/y': memstore supports sqlite:/// "
+        "and postgresql:// URLs"
+    ]

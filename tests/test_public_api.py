@@ -1,0 +1,31 @@
+from __future__ import annotations
+
+import types
+
+import memstore
+
+LAZY = {"AsyncSessionStore", "AsyncSessionHandle"}  # imported on first use: need the async extra
+NOT_EXPORTED = {"Any", "TYPE_CHECKING"}
+
+
+def test_exports_are_exactly_the_intended_names_sorted() -> None:
+    public = {
+        name
+        for name in dir(memstore)
+        if not name.startswith("_") and not isinstance(getattr(memstore, name), types.ModuleType)
+    }
+    assert set(memstore.__all__) == (public - NOT_EXPORTED) | LAZY | {"jsjson", "__version__"}
+    assert memstore.__all__ == sorted(memstore.__all__, key=lambda n: (not n.isupper(), n))
+
+
+def test_every_exported_name_resolves() -> None:
+    for name in memstore.__all__:
+        assert getattr(memstore, name) is not None, name
+
+
+def test_every_error_derives_from_memstore_error() -> None:
+    errors = [getattr(memstore, name) for name in memstore.__all__ if name.endswith("Error")]
+    errors = [e for e in errors if isinstance(e, type) and issubclass(e, Exception)]
+    assert len(errors) >= 10
+    for error in errors:
+        assert issubclass(error, memstore.MemstoreError), error
