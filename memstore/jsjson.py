@@ -94,6 +94,9 @@ def dumps(value: object) -> str:
         InvalidJsonError: a value or key JSON cannot carry (the message names its type), two
             keys that are one JavaScript property, or a container that contains itself.
     """
+    plain = _plain_scalar(value)
+    if plain is not None:
+        return plain
     try:
         written = orjson.dumps(value, option=_ORJSON_OPTIONS)
     except orjson.JSONEncodeError:
@@ -101,6 +104,18 @@ def dumps(value: object) -> str:
     if _could_differ(written):
         return _encode_exact(value, reuse_orjson=True)
     return written.decode()
+
+
+def _plain_scalar(value: object) -> str | None:
+    """The text of the scalars record fields are made of (ids, times, null), without orjson:
+    a letters-and-digits string, a safe integer, None; None for anything else."""
+    if type(value) is str and value.isalnum():
+        return f'"{value}"'
+    if type(value) is int and -_MAX_SAFE_INTEGER <= value <= _MAX_SAFE_INTEGER:
+        return str(value)
+    if value is None:
+        return "null"
+    return None
 
 
 def dumps_bytes(value: object) -> bytes:
@@ -111,6 +126,9 @@ def dumps_bytes(value: object) -> bytes:
     Raises:
         InvalidJsonError: as ``dumps``.
     """
+    plain = _plain_scalar(value)
+    if plain is not None:
+        return plain.encode()
     try:
         written = orjson.dumps(value, option=_ORJSON_OPTIONS)
     except orjson.JSONEncodeError:

@@ -108,18 +108,11 @@ def test_turns_keep_unknown_keys_key_order_and_exotic_numbers(store: SessionStor
     assert loaded.to_json()["blocks"][0]["a"] == [1.5, 1e21, 1152921504606847000]
 
 
-def test_every_append_logs_a_node_then_a_head_record(store: SessionStore) -> None:
+def test_every_append_logs_one_append_record(store: SessionStore) -> None:
     g = graph()
     first, second = append_all(store, g, [say("1"), say("2")])
     store.append_node("s", g.get(first))  # type: ignore[arg-type]
-    assert record_log(store, "s") == [
-        ("node", first),
-        ("head", first),
-        ("node", second),
-        ("head", second),
-        ("node", first),
-        ("head", first),
-    ]
+    assert record_log(store, "s") == [("append", first), ("append", second), ("append", first)]
 
 
 def test_appending_a_stored_node_again_is_idempotent_and_moves_the_head(
@@ -139,7 +132,7 @@ def test_the_same_id_with_other_content_is_refused(store: SessionStore) -> None:
     with pytest.raises(NodeConflictError, match=first):
         store.append_node("s", forged)
     assert store.load_path("s") == [Turn.model_validate(say("1"))]
-    assert len(record_log(store, "s")) == 2
+    assert len(record_log(store, "s")) == 1
 
 
 def test_a_node_whose_parent_is_missing_is_refused_and_nothing_is_written(
@@ -253,7 +246,7 @@ def test_fork_session_copies_one_path(store: SessionStore) -> None:
     assert copy.size == 2
     assert copy.leaf == a
     assert copy.path_to(a) == g.path_to(a)
-    assert record_log(store, "copy") == [("node", root), ("head", root), ("node", a), ("head", a)]
+    assert record_log(store, "copy") == [("append", root), ("append", a)]
     assert store.fork_session("src", None, "head-copy") == b
     with pytest.raises(SessionExistsError):
         store.fork_session("src", a, "copy")

@@ -163,12 +163,7 @@ def append_node(
         raise NodeConflictError(
             f"session {session_id!r} already holds node {node.id!r} with different content"
         )
-    yield insert(records).values(
-        [
-            {"session_id": session_id, "kind": "node", "node_id": node.id, "raw": None},
-            {"session_id": session_id, "kind": "head", "node_id": node.id, "raw": None},
-        ]
-    )
+    yield insert(records).values(session_id=session_id, kind="append", node_id=node.id, raw=None)
     yield update(sessions).where(sessions.c.id == session_id).values(head=node.id, updated_at=now)
 
 
@@ -380,9 +375,8 @@ def fork_session(source_id: str, leaf: str | None, new_id: str) -> Plan[str | No
         )
         yield insert(records).values(
             [
-                {"session_id": new_id, "kind": kind, "node_id": node.id, "raw": None}
+                {"session_id": new_id, "kind": "append", "node_id": node.id, "raw": None}
                 for node in path
-                for kind in ("node", "head")
             ]
         )
     return new_head

@@ -6,9 +6,11 @@ Alembic revisions in `migrations/` create and evolve these tables; a test checks
 - `session_tags`: the tags of a session, one row each (so filtering is a plain join).
 - `nodes`: the content-addressed turns. A turn is stored as its exact JSON text; role and time
   get their own columns for queries. A node's parent must be a node of the same session.
-- `records`: the append log, in order: one `node` and one `head` record per append, as the
-  original JSONL writer wrote them. `raw` keeps an imported line's exact text when it cannot be
-  re-derived from the node (spacing, escapes, key order, unknown record types).
+- `records`: the append log, in order, one row per line of the original JSONL file or per
+  pair of lines: an `append` is what the original `appendNode` wrote (a node line and a head
+  line naming it); `node`, `head` and `other` rows are single lines. `raw` keeps an imported
+  line's exact text when it cannot be re-derived from the node (spacing, escapes, key order,
+  unknown record types).
 """
 
 from __future__ import annotations
@@ -95,6 +97,6 @@ records = Table(
     ForeignKeyConstraint(
         ["session_id", "node_id"], ["nodes.session_id", "nodes.id"], ondelete="CASCADE"
     ),
-    CheckConstraint("kind IN ('node', 'head', 'other')", name="known_kind"),
+    CheckConstraint("kind IN ('append', 'node', 'head', 'other')", name="known_kind"),
     Index(None, "session_id", "pk"),
 )

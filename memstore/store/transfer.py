@@ -89,7 +89,7 @@ def _stored_records(session_id: str) -> Select[Any]:
             and_(
                 nodes.c.session_id == records.c.session_id,
                 nodes.c.id == records.c.node_id,
-                records.c.kind == "node",
+                records.c.kind.in_(("node", "append")),
             ),
         )
         .where(records.c.session_id == session_id)
@@ -99,12 +99,13 @@ def _stored_records(session_id: str) -> Select[Any]:
 
 
 def render_record(row: Any) -> str:
-    """A stored record's line, exactly as it was (or would have been) written."""
+    """A stored record's line (an append's two lines), exactly as they were written."""
     if row.raw is not None:
         return str(row.raw)
-    if row.kind == "node":
-        return node_line(row.node_id, row.parent_id, row.turn_json, row.created_at)
-    return head_line(row.node_id)
+    if row.kind == "head":
+        return head_line(row.node_id)
+    node = node_line(row.node_id, row.parent_id, row.turn_json, row.created_at)
+    return node + head_line(row.node_id) if row.kind == "append" else node
 
 
 def _stored_lines(session_id: str) -> Plan[Generator[str, None, None]]:
@@ -136,7 +137,7 @@ def _match_prefix(path: Path, session_id: str, file: BinaryIO) -> Plan[tuple[int
                 "or delete the session first)",
             )
         offset += len(expected)
-        lines += 1
+        lines += stored_line.count("\n") or 1
     return offset, lines
 
 
@@ -149,9 +150,23 @@ class _Batch:
         self.records: list[dict[str, Any]] = []
 
     def add_record(self, kind: str, node_id: str | None, raw: str | None) -> None:
+        """Queue a record; a canonical head right after its canonical node makes an append."""
+        last = self.records[-1] if self.records else None
+        pairs = last is not None and (last["kind"], last["raw"], last["node_id"]) == (
+            "node",
+            None,
+            node_id,
+        )
+        if kind == "head" and raw is None and pairs:
+            last["kind"] = "append"  # type: ignore[index]
+            return
         self.records.append(
             {"session_id": self.session_id, "kind": kind, "node_id": node_id, "raw": raw}
         )
+
+    def full(self) -> bool:
+        """Whether to flush now: enough rows, and not waiting for a node's head line."""
+        return len(self.records) >= BATCH_ROWS and self.records[-1]["kind"] != "node"
 
     def add_node(self, record: Record) -> None:
         self.nodes.append(
@@ -262,7 +277,7 @@ def import_file(
                 new_head = record.node_id
             batch.add_record(record.kind, record.node_id, record.raw)
             report.records += 1
-            if len(batch.records) >= BATCH_ROWS:
+            if batch.full():
                 yield from batch.flush()
                 if progress is not None:
                     progress(record.line.end, lines + report.records)

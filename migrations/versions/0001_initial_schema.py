@@ -79,7 +79,9 @@ def upgrade() -> None:
         sa.Column("kind", sa.String(length=8), nullable=False),
         sa.Column("node_id", sa.String(length=255), nullable=True),
         sa.Column("raw", sa.Text(), nullable=True),
-        sa.CheckConstraint("kind IN ('node', 'head', 'other')", name=op.f("ck_records_known_kind")),
+        sa.CheckConstraint(
+            "kind IN ('append', 'node', 'head', 'other')", name=op.f("ck_records_known_kind")
+        ),
         sa.ForeignKeyConstraint(
             ["session_id", "node_id"],
             ["nodes.session_id", "nodes.id"],
