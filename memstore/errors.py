@@ -7,12 +7,14 @@ MemstoreError
 │   ├── UnknownNodeError    a node id the session does not hold
 │   └── BrokenLineageError  a parent link that leads nowhere, or in a circle
 ├── CondensationError       a summary could not be produced; the history is untouched
+├── JsonlError              a session file refused, naming the file and line
 └── StoreError              the session store refused an operation
     ├── HeadMovedError      a compare-and-set append lost to another writer
     ├── NodeConflictError   the same node id with different content
     ├── UnknownSessionError a session that does not exist, where one is required
     ├── SessionExistsError  a session id that is taken, where a new one is required
     ├── DatabaseError       the database failed (connection, lock, disk)
+    ├── QueryError          a read-only query refused or failed
     └── MigrationError      the schema could not be brought up to date
 """
 
@@ -99,6 +101,10 @@ class SessionExistsError(StoreError):
 
 class DatabaseError(StoreError):
     """The database failed (connection, lock, disk); the original error is chained."""
+
+
+class QueryError(StoreError):
+    """A read-only query that was refused or failed (`memstore sql`)."""
 
 
 class MigrationError(StoreError):

@@ -91,7 +91,7 @@ class Record:
     node_id: str | None = None
     parent: str | None = None
     created_at: int = 0
-    role: str = ""
+    turn: dict[str, Any] | None = None
     turn_json: str = ""
 
 
@@ -181,7 +181,7 @@ def _node_record(path: object, line: Line, text: str, node: Any, raw: str) -> Re
         node_id,
         parent,
         created_at,
-        node["turn"]["role"],
+        node["turn"],
         turn_json,
     )
 

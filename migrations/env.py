@@ -13,6 +13,7 @@ from alembic import context
 from sqlalchemy import Connection
 
 from memstore.store.engine import DEFAULT_URL, WRITE, create_store_engine
+from memstore.store.migrate import include_name
 from memstore.store.tables import metadata
 
 config = context.config
@@ -24,6 +25,7 @@ def _run(connection: Connection) -> None:
         target_metadata=metadata,
         render_as_batch=connection.dialect.name == "sqlite",
         compare_type=True,
+        include_name=include_name,
     )
     with context.begin_transaction():
         context.run_migrations()

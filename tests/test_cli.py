@@ -13,6 +13,7 @@ from typer.main import get_command
 from typer.testing import CliRunner
 
 from memstore.cli import app
+from memstore.store.migrate import head_revision
 
 from .conftest import LEGACY, LEGACY_FILES
 
@@ -76,7 +77,7 @@ def test_export_needs_a_session_or_all(sqlite_url: str, tmp_path: Path) -> None:
 def test_db_current_json(sqlite_url: str) -> None:
     code, stdout, _ = invoke(sqlite_url, "db", "current", "--json")
     assert code == 0
-    assert json.loads(stdout) == {"current": None, "head": "0001", "up_to_date": False}
+    assert json.loads(stdout) == {"current": None, "head": head_revision(), "up_to_date": False}
 
 
 def test_demo_builds_sessions_and_is_repeatable(sqlite_url: str) -> None:

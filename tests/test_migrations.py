@@ -16,7 +16,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
 from memstore.store import SessionStore, create_store_engine
-from memstore.store.migrate import alembic_config, head_revision, migrations_dir
+from memstore.store.migrate import alembic_config, head_revision, include_name, migrations_dir
 from memstore.store.tables import metadata
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -34,7 +34,8 @@ def test_the_models_and_the_migrations_agree(database_url: str) -> None:
     store = SessionStore(database_url)
     try:
         with store.engine.connect() as connection:
-            context = MigrationContext.configure(connection, opts={"compare_type": True})
+            options = {"compare_type": True, "include_name": include_name}
+            context = MigrationContext.configure(connection, opts=options)
             assert compare_metadata(context, metadata) == []
     finally:
         store.close()

@@ -5,23 +5,25 @@ Every operation is the plan `SessionStore` runs (see `plans`); only the driving 
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sqlalchemy.engine import URL
+from sqlalchemy.engine import URL, Engine
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from memstore.graph import SessionGraph
-from memstore.store import plans, transfer
+from memstore.store import plans, search, transfer
 from memstore.store.engine import (
     ASYNC_DRIVERS,
     BUSY_TIMEOUT_SECONDS,
     DEFAULT_URL,
     WRITE,
     configure_sqlite,
+    create_store_engine,
     parse_url,
     refuse_memory_sqlite,
 )
@@ -30,6 +32,8 @@ from memstore.store.files import atomic_text_file
 from memstore.store.handle import HandleBase
 from memstore.store.migrate import is_current, migrate_in
 from memstore.store.plans import UNSET, Plan, SessionInfo, Unset, as_call
+from memstore.store.readonly import QueryResult, run_read_only
+from memstore.store.search import SearchHit
 from memstore.store.sync import drive as sync_drive
 from memstore.store.transfer import ImportReport, Progress
 from memstore.types import Migrator, SessionNode, Turn, TurnLike
@@ -78,6 +82,7 @@ class AsyncSessionStore:
         self.dialect = self.engine.dialect.name
         self._auto_migrate = auto_migrate
         self._opened = False
+        self._sync_engine: Engine | None = None
 
     async def open(self) -> AsyncSessionStore:
         """Bring the schema up to date (once; later calls return at once)."""
@@ -99,6 +104,8 @@ class AsyncSessionStore:
     async def close(self) -> None:
         """Release the engine's connections."""
         await self.engine.dispose()
+        if self._sync_engine is not None:
+            self._sync_engine.dispose()
 
     async def __aenter__(self) -> AsyncSessionStore:
         return await self.open()
@@ -237,6 +244,24 @@ class AsyncSessionStore:
             plan = transfer.export_session(session_id, out)
             action = f"exporting session {session_id!r}"
             return await self._run_blocking(plan, write=False, action=action)
+
+    async def search(
+        self, query: str, *, session_id: str | None = None, limit: int = 20
+    ) -> list[SearchHit]:
+        """See `SessionStore.search`."""
+        plan = search.search(self.dialect, query, session_id=session_id, limit=limit)
+        return await self._run(plan, write=False, action="searching")
+
+    async def read_only_query(self, sql: str, *, limit: int = 1000) -> QueryResult:
+        """See `SessionStore.read_only_query`."""
+        # The read-only machinery speaks the sync drivers' APIs: run it on a sync engine of
+        # the same database, in a worker thread.
+        if self._sync_engine is None:
+            url = self.engine.url
+            self._sync_engine = create_store_engine(url.set(drivername=url.get_backend_name()))
+        engine = self._sync_engine
+        with translate_database_errors("running a query"):
+            return await asyncio.to_thread(run_read_only, engine, sql, limit=limit)
 
     async def session(self, session_id: str) -> AsyncSessionHandle:
         """See `SessionStore.session`."""

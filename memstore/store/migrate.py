@@ -23,6 +23,7 @@ __all__ = [
     "current_revision",
     "downgrade",
     "head_revision",
+    "include_name",
     "is_current",
     "migrate_in",
     "migrations_dir",
@@ -31,6 +32,17 @@ __all__ = [
 
 # An arbitrary, fixed key: every memstore process migrating one PostgreSQL database takes it.
 _ADVISORY_LOCK_KEY = 0x6D656D73746F7265 & 0x7FFFFFFFFFFFFFFF
+
+
+# Objects the revisions create by hand, which the SQLAlchemy models do not describe: the FTS5
+# table (and its shadow tables) and PostgreSQL's expression index for full-text search.
+_UNMODELLED_PREFIXES = ("nodes_fts", "ix_nodes_search")
+
+
+def include_name(name: str | None, type_: str, parent_names: object) -> bool:
+    """Alembic's filter for autogenerate: leave the hand-made search objects out."""
+    del type_, parent_names
+    return name is None or not name.startswith(_UNMODELLED_PREFIXES)
 
 
 def migrations_dir() -> Path:

@@ -36,7 +36,8 @@ from memstore.errors import (
     UnknownSessionError,
 )
 from memstore.graph import SessionGraph
-from memstore.store.tables import nodes, records, session_tags, sessions
+from memstore.store.rows import block_rows, node_row
+from memstore.store.tables import node_blocks, nodes, records, session_tags, sessions
 from memstore.types import SessionNode, Turn, validate_session_id
 
 __all__ = ["UNSET", "Plan", "SessionInfo", "Step", "Unset"]
@@ -148,23 +149,30 @@ def append_node(
     found = {row.id: row for row in (yield _node_rows(session_id, wanted))}
     if node.parent is not None and node.parent not in found:
         raise UnknownNodeError(session_id, node.parent)
-    text = turn_text(node.turn)
     existing = found.get(node.id)
     if existing is None:
-        yield insert(nodes).values(
-            session_id=session_id,
-            id=node.id,
-            parent_id=node.parent,
-            role=node.turn.role,
-            created_at=node.created_at,
-            turn_json=text,
-        )
-    elif not _same_node(existing, node, text):
+        yield from insert_nodes(session_id, [node])
+    elif not _same_node(existing, node, turn_text(node.turn)):
         raise NodeConflictError(
             f"session {session_id!r} already holds node {node.id!r} with different content"
         )
     yield insert(records).values(session_id=session_id, kind="append", node_id=node.id, raw=None)
     yield update(sessions).where(sessions.c.id == session_id).values(head=node.id, updated_at=now)
+
+
+def insert_nodes(session_id: str, new_nodes: Sequence[SessionNode]) -> Plan[None]:
+    """Insert nodes (parents first) with their blocks."""
+    node_rows: list[dict[str, Any]] = []
+    blocks: list[dict[str, Any]] = []
+    for node in new_nodes:
+        turn = node.turn.to_json()
+        node_rows.append(
+            node_row(session_id, node.id, node.parent, node.created_at, turn, jsjson.dumps(turn))
+        )
+        blocks.extend(block_rows(session_id, node.id, turn))
+    yield insert(nodes), node_rows
+    if blocks:
+        yield insert(node_blocks), blocks
 
 
 def load_session(session_id: str) -> Plan[SessionGraph]:
@@ -360,19 +368,7 @@ def fork_session(source_id: str, leaf: str | None, new_id: str) -> Plan[str | No
     new_head = path[-1].id if path else None
     yield insert(sessions).values(id=new_id, head=new_head, created_at=now, updated_at=now)
     if path:
-        yield insert(nodes).values(
-            [
-                {
-                    "session_id": new_id,
-                    "id": node.id,
-                    "parent_id": node.parent,
-                    "role": node.turn.role,
-                    "created_at": node.created_at,
-                    "turn_json": turn_text(node.turn),
-                }
-                for node in path
-            ]
-        )
+        yield from insert_nodes(new_id, path)
         yield insert(records).values(
             [
                 {"session_id": new_id, "kind": "append", "node_id": node.id, "raw": None}

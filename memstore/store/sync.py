@@ -12,13 +12,15 @@ from sqlalchemy import Connection, Engine
 from sqlalchemy.engine import URL
 
 from memstore.graph import SessionGraph
-from memstore.store import plans, transfer
+from memstore.store import plans, search, transfer
 from memstore.store.engine import DEFAULT_URL, WRITE, create_store_engine
 from memstore.store.errors import translate_database_errors
 from memstore.store.files import atomic_text_file
 from memstore.store.handle import HandleBase
 from memstore.store.migrate import current_revision, downgrade, upgrade
 from memstore.store.plans import UNSET, Plan, SessionInfo, Unset, as_call
+from memstore.store.readonly import QueryResult, run_read_only
+from memstore.store.search import SearchHit
 from memstore.store.transfer import ImportReport, Progress
 from memstore.types import Migrator, SessionNode, Turn, TurnLike
 
@@ -237,6 +239,26 @@ class SessionStore:
         with atomic_text_file(Path(path)) as out:
             plan = transfer.export_session(session_id, out)
             return self._run(plan, write=False, action=f"exporting session {session_id!r}")
+
+    def search(
+        self, query: str, *, session_id: str | None = None, limit: int = 20
+    ) -> list[SearchHit]:
+        """Turns whose text, thinking, tool inputs or outputs contain every word of `query`.
+
+        Best matches first; `snippet` marks the matched words with [brackets]. Any text is a
+        valid query: quotes, operators and SQL in it are searched for as plain words.
+        """
+        plan = search.search(self.dialect, query, session_id=session_id, limit=limit)
+        return self._run(plan, write=False, action="searching")
+
+    def read_only_query(self, sql: str, *, limit: int = 1000) -> QueryResult:
+        """Run one SQL statement that only reads (the views are there for this).
+
+        Raises:
+            QueryError: the statement writes, is more than one statement, or fails.
+        """
+        with translate_database_errors("running a query"):
+            return run_read_only(self.engine, sql, limit=limit)
 
     def session(self, session_id: str) -> SessionHandle:
         """A handle on one session: its graph, loaded now, and appends that persist at once."""

@@ -6,6 +6,8 @@ Alembic revisions in `migrations/` create and evolve these tables; a test checks
 - `session_tags`: the tags of a session, one row each (so filtering is a plain join).
 - `nodes`: the content-addressed turns. A turn is stored as its exact JSON text; role and time
   get their own columns for queries. A node's parent must be a node of the same session.
+- `node_blocks`: every block of every turn as a row (kind, text, tool name, call id, error flag,
+  input and output as JSON text), derived from the turn when it is stored, for queries.
 - `records`: the append log, in order, one row per line of the original JSONL file or per
   pair of lines: an `append` is what the original `appendNode` wrote (a node line and a head
   line naming it); `node`, `head` and `other` rows are single lines. `raw` keeps an imported
@@ -32,7 +34,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import JSONB
 
-__all__ = ["metadata", "nodes", "records", "session_tags", "sessions"]
+__all__ = ["metadata", "node_blocks", "nodes", "records", "session_tags", "sessions"]
 
 metadata = MetaData(
     naming_convention={
@@ -78,12 +80,32 @@ nodes = Table(
     Column("role", String(32), nullable=False),
     Column("created_at", BigInteger, nullable=False),
     Column("turn_json", Text, nullable=False),
+    Column("search_text", Text, nullable=False, server_default=""),
     UniqueConstraint("session_id", "id"),
     ForeignKeyConstraint(
         ["session_id", "parent_id"], ["nodes.session_id", "nodes.id"], ondelete="CASCADE"
     ),
     CheckConstraint("parent_id IS NULL OR parent_id <> id", name="not_own_parent"),
     Index(None, "session_id", "parent_id"),
+)
+
+node_blocks = Table(
+    "node_blocks",
+    metadata,
+    Column("session_id", Id, primary_key=True),
+    Column("node_id", Id, primary_key=True),
+    Column("position", Integer, primary_key=True),
+    Column("kind", Text, nullable=False),
+    Column("text", Text, nullable=True),
+    Column("tool_name", Text, nullable=True),
+    Column("call_id", Text, nullable=True),
+    Column("is_error", Integer, nullable=True),
+    Column("input_json", Text, nullable=True),
+    Column("output_json", Text, nullable=True),
+    ForeignKeyConstraint(
+        ["session_id", "node_id"], ["nodes.session_id", "nodes.id"], ondelete="CASCADE"
+    ),
+    Index(None, "session_id", "call_id"),
 )
 
 records = Table(

@@ -18,7 +18,8 @@ from sqlalchemy import Select, and_, insert, select, text, update
 from memstore.errors import JsonlError, UnknownSessionError
 from memstore.jsonl import ReadOutcome, Record, head_line, node_line, read_records, verify_node_id
 from memstore.store.plans import Plan, ensure_session, now_ms
-from memstore.store.tables import nodes, records, sessions
+from memstore.store.rows import block_rows, node_row
+from memstore.store.tables import node_blocks, nodes, records, sessions
 from memstore.types import Migrator, validate_session_id
 
 __all__ = [
@@ -142,11 +143,12 @@ def _match_prefix(path: Path, session_id: str, file: BinaryIO) -> Plan[tuple[int
 
 
 class _Batch:
-    """Rows waiting to be inserted: nodes first (records refer to them)."""
+    """Rows waiting to be inserted: nodes first (blocks and records refer to them)."""
 
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
         self.nodes: list[dict[str, Any]] = []
+        self.blocks: list[dict[str, Any]] = []
         self.records: list[dict[str, Any]] = []
 
     def add_record(self, kind: str, node_id: str | None, raw: str | None) -> None:
@@ -169,21 +171,27 @@ class _Batch:
         return len(self.records) >= BATCH_ROWS and self.records[-1]["kind"] != "node"
 
     def add_node(self, record: Record) -> None:
+        assert record.node_id is not None
+        assert record.turn is not None
         self.nodes.append(
-            {
-                "session_id": self.session_id,
-                "id": record.node_id,
-                "parent_id": record.parent,
-                "role": record.role,
-                "created_at": record.created_at,
-                "turn_json": record.turn_json,
-            }
+            node_row(
+                self.session_id,
+                record.node_id,
+                record.parent,
+                record.created_at,
+                record.turn,
+                record.turn_json,
+            )
         )
+        self.blocks.extend(block_rows(self.session_id, record.node_id, record.turn))
 
     def flush(self) -> Plan[None]:
         if self.nodes:
             yield insert(nodes), self.nodes
             self.nodes = []
+        if self.blocks:
+            yield insert(node_blocks), self.blocks
+            self.blocks = []
         if self.records:
             yield insert(records), self.records
             self.records = []

@@ -1,0 +1,103 @@
+"""What both renderers share: times, JSON for reading, one-line previews, image sizes."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import orjson
+
+from memstore.types import (
+    Block,
+    ImageBlock,
+    SessionNode,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+)
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
+_JSON_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
+
+
+def iso_time(created_at: int) -> str:
+    """Epoch milliseconds as a UTC ISO 8601 time (`2026-01-01T00:00:00.000Z`)."""
+    try:
+        moment = _EPOCH + timedelta(milliseconds=created_at)
+    except OverflowError:
+        return f"{created_at} ms after the epoch"
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def scrub(text: str) -> str:
+    """`text` with lone surrogates replaced, so the output can always be written as UTF-8."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
+def pretty_json(value: Any) -> str:
+    """A JSON value indented for reading; anything JSON cannot carry falls back to its repr."""
+    try:
+        return orjson.dumps(value, option=_JSON_OPTIONS).decode()
+    except TypeError:
+        pass  # big integers, lone surrogates, odd objects: the standard encoder copes with more
+    try:
+        return json.dumps(value, indent=2, ensure_ascii=False, default=repr)
+    except (TypeError, ValueError, RecursionError):
+        return repr(value)
+
+
+def one_line(text: str, limit: int = 100) -> str:
+    """`text` with its whitespace collapsed, cut to at most `limit` characters."""
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def value_preview(value: Any, limit: int = 100) -> str:
+    """A one-line preview of a JSON value: a string as itself, anything else as compact JSON."""
+    if isinstance(value, str):
+        return one_line(value, limit)
+    try:
+        text = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+    except TypeError:
+        text = repr(value)
+    return one_line(text, limit)
+
+
+def image_bytes(data_base64: str) -> int | None:
+    """The decoded size of padded base64 data, or None when it is not valid base64."""
+    if len(data_base64) % 4 or not _BASE64.fullmatch(data_base64):
+        return None
+    return len(data_base64) // 4 * 3 - data_base64[-2:].count("=")
+
+
+def describe_size(size: int | None, data_base64: str) -> str:
+    """`1,234 bytes`, or what is wrong with the data."""
+    if size is None:
+        return f"invalid base64, {len(data_base64):,} characters"
+    return f"{size:,} bytes"
+
+
+def block_preview(block: Block) -> str:
+    """A few words that stand for one block in a list of turns."""
+    if isinstance(block, TextBlock | ThinkingBlock):
+        return block.text
+    if isinstance(block, ToolCallBlock):
+        return f"{block.name}()"
+    if isinstance(block, ToolResultBlock):
+        return "tool error" if block.is_error else "tool result"
+    if isinstance(block, ImageBlock):
+        return f"[{block.media_type} image]"
+    return f"[{block.kind}]"
+
+
+def turn_preview(node: SessionNode, limit: int = 80) -> str:
+    """A one-line preview of a turn: its text first, else what its other blocks are."""
+    blocks = node.turn.blocks
+    texts = [block.text for block in blocks if isinstance(block, TextBlock) and block.text.strip()]
+    parts = texts or [block_preview(block) for block in blocks]
+    return one_line(" ".join(parts), limit) or "(empty turn)"

@@ -1,0 +1,142 @@
+"""The blocks of one turn as HTML: text as text, tool calls, results and thinking folded."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from html import escape
+from typing import TypeAlias
+
+from memstore.render._common import (
+    describe_size,
+    image_bytes,
+    one_line,
+    pretty_json,
+    value_preview,
+)
+from memstore.types import (
+    Block,
+    ImageBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    Turn,
+    UnknownBlock,
+)
+
+__all__ = ["INLINE_IMAGE_TYPES", "MAX_INLINE_IMAGE_BYTES", "blocks_html"]
+
+INLINE_IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+"""Raster types shown inline; others (SVG above all) only as a placeholder."""
+MAX_INLINE_IMAGE_BYTES = 512 * 1024
+"""Larger images are described, not embedded, so a page stays a reasonable size."""
+_STATUS: dict[bool | None, str] = {
+    True: ' <span class="badge err">error</span>',
+    False: ' <span class="badge ok">ok</span>',
+    None: "",
+}
+
+
+ToolNamer: TypeAlias = Callable[[str], str | None]
+"""Names the tool of a call id, or None when the call is not found."""
+
+
+_CONTROL_PICTURES = {code: 0x2400 + code for code in range(0x20) if chr(code) not in "\t\n\r"}
+_CONTROL_PICTURES[0x7F] = 0x2421
+"""Control characters HTML does not allow in text, mapped to the symbols that picture them."""
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def _picture_controls(value: str) -> str:
+    return value.translate(_CONTROL_PICTURES) if _CONTROL.search(value) else value
+
+
+def text(value: str) -> str:
+    """`value` escaped for an element's content, control characters shown as symbols."""
+    return _picture_controls(escape(value, quote=False))
+
+
+def attr(value: str) -> str:
+    """`value` escaped for a double-quoted attribute, control characters shown as symbols."""
+    return _picture_controls(escape(value, quote=True))
+
+
+def blocks_html(turn: Turn, tool_name: ToolNamer) -> str:
+    """Every block of `turn`, then its extra keys if any; `tool_name(call_id)` names a call."""
+    parts = [_block(block, tool_name) for block in turn.blocks]
+    if not parts:
+        parts.append('<p class="note">(no content)</p>')
+    if turn.model_extra:
+        parts.append(_folded("meta", "turn metadata", "", pretty_json(turn.model_extra)))
+    return "".join(parts)
+
+
+def _block(block: Block, tool_name: ToolNamer) -> str:
+    if isinstance(block, TextBlock):
+        return f'<div class="text">{text(block.text)}</div>'
+    if isinstance(block, ThinkingBlock):
+        preview = f'<span class="pv">{text(one_line(block.text))}</span>'
+        return _folded("thinking", "thinking", preview, block.text, body_class="text")
+    if isinstance(block, ToolCallBlock):
+        return _tool_call(block)
+    if isinstance(block, ToolResultBlock):
+        return _tool_result(block, tool_name(block.call_id))
+    if isinstance(block, ImageBlock):
+        return _image(block)
+    return _unknown(block)
+
+
+def _folded(
+    kind: str, tag: str, summary: str, body: str, *, body_class: str = "json", note: str = ""
+) -> str:
+    """A `<details>`: a tag and a summary line; inside, `note` then `body` as preformatted text."""
+    lead = "\n" if body.startswith(("\n", "\r")) else ""  # a parser drops one newline after <pre>
+    return (
+        f'<details class="{kind}"><summary><span class="tag">{tag}</span>{summary}</summary>'
+        f'{note}<pre class="{body_class}">{lead}{text(body)}</pre></details>'
+    )
+
+
+def _call_id(label: str, call_id: str) -> str:
+    return f'<p class="kv">{label} <code>{text(call_id)}</code></p>'
+
+
+def _tool_call(block: ToolCallBlock) -> str:
+    summary = (
+        f' <code class="name">{text(block.name)}</code>'
+        f' <span class="pv">{text(value_preview(block.input))}</span>'
+    )
+    note = _call_id("call id", block.id)
+    return _folded("tool call", "tool call", summary, pretty_json(block.input), note=note)
+
+
+def _tool_result(block: ToolResultBlock, name: str | None) -> str:
+    summary = (
+        f' <code class="name">{text(name or "?")}</code>{_STATUS[block.is_error]}'
+        f' <span class="pv">{text(value_preview(block.output))}</span>'
+    )
+    kind = "tool result err" if block.is_error else "tool result"
+    note = _call_id("result of call", block.call_id)
+    if isinstance(block.output, str):
+        return _folded(kind, "result", summary, block.output, body_class="out", note=note)
+    return _folded(kind, "result", summary, pretty_json(block.output), note=note)
+
+
+def _image(block: ImageBlock) -> str:
+    size = image_bytes(block.data_base64)
+    caption = f"{block.media_type} image, {describe_size(size, block.data_base64)}"
+    if size is None or size > MAX_INLINE_IMAGE_BYTES or block.media_type not in INLINE_IMAGE_TYPES:
+        return f'<p class="note">[{text(caption)}, not shown]</p>'
+    source = (
+        f"data:{block.media_type};base64,{block.data_base64}"  # both checked: nothing to escape
+    )
+    return (
+        f'<figure class="image"><img alt="{attr(caption)}" src="{source}">'
+        f"<figcaption>{text(caption)}</figcaption></figure>"
+    )
+
+
+def _unknown(block: UnknownBlock) -> str:
+    summary = f' <code class="name">{text(repr(block.kind))}</code>'
+    return _folded("unknown", "unknown block", summary, pretty_json(block.model_dump()))

@@ -1,0 +1,106 @@
+"""One branch of a session as a Markdown transcript."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+from memstore.graph import SessionGraph
+from memstore.render._common import (
+    describe_size,
+    image_bytes,
+    iso_time,
+    pretty_json,
+    scrub,
+)
+from memstore.render._commonmark import close_open_blocks, code_span, fenced, split_lines
+from memstore.types import (
+    Block,
+    ImageBlock,
+    SessionNode,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+)
+
+__all__ = ["render_markdown"]
+
+
+def render_markdown(
+    graph: SessionGraph, leaf: str | None = None, *, title: str | None = None
+) -> str:
+    """The transcript of one branch, from the root to `leaf` (default: the head), as Markdown.
+
+    Text blocks are kept as Markdown; thinking is quoted; tool calls and results are fenced code
+    blocks; images are one line naming their type and size (their data is never written).
+
+    Raises:
+        UnknownNodeError: the session has no node `leaf`.
+        BrokenLineageError: a parent link on the way to `leaf` leads nowhere.
+    """
+    leaf = graph.leaf if leaf is None else leaf
+    path = graph.path_nodes(leaf) if leaf is not None else []
+    sections = [_preamble(graph, path, title)]
+    tool_names: dict[str, str] = {}
+    for number, node in enumerate(path, start=1):
+        sections.append(_turn(node, number, tool_names))
+    return scrub("\n\n".join(sections) + "\n")
+
+
+def _preamble(graph: SessionGraph, path: list[SessionNode], title: str | None) -> str:
+    heading = " ".join((title or f"Session {graph.session_id}").split())
+    lines = [f"# {heading}", "", f"- Session: {code_span(graph.session_id)}"]
+    if not path:
+        missing = "has no head: pass a leaf to render" if graph.size else "has no turns"
+        return "\n".join([*lines, "", f"_This session {missing}._"])
+    head = " (the head)" if path[-1].id == graph.leaf else " (not the head)"
+    lines.append(f"- Branch: {len(path)} turns, ending at {code_span(path[-1].id)}{head}")
+    lines.append(f"- From {iso_time(path[0].created_at)} to {iso_time(path[-1].created_at)}")
+    return "\n".join(lines)
+
+
+def _turn(node: SessionNode, number: int, tool_names: dict[str, str]) -> str:
+    heading = f"## {number} · {node.turn.role} · {iso_time(node.created_at)}"
+    parts = [heading, *_blocks(node.turn.blocks, tool_names)]
+    if len(parts) == 1:
+        parts.append("_(no content)_")
+    return "\n\n".join(parts)
+
+
+def _blocks(blocks: tuple[Block, ...], tool_names: dict[str, str]) -> Iterator[str]:
+    for block in blocks:
+        if isinstance(block, ToolCallBlock):
+            tool_names[block.id] = block.name
+        yield _block(block, tool_names)
+
+
+def _block(block: Block, tool_names: Mapping[str, str]) -> str:
+    if isinstance(block, TextBlock):
+        return close_open_blocks(block.text) if block.text.strip() else "_(empty text)_"
+    if isinstance(block, ThinkingBlock):
+        return _quote(f"**Thinking**\n\n{close_open_blocks(block.text)}")
+    if isinstance(block, ToolCallBlock):
+        label = f"**Tool call** {code_span(block.name)} · id {code_span(block.id)}"
+        return f"{label}\n\n{fenced(pretty_json(block.input), 'json')}"
+    if isinstance(block, ToolResultBlock):
+        return _tool_result(block, tool_names)
+    if isinstance(block, ImageBlock):
+        size = describe_size(image_bytes(block.data_base64), block.data_base64)
+        return f"_Image:_ {code_span(block.media_type)}, {size} (not embedded)"
+    return f"_Block of unknown kind {code_span(repr(block.kind))} (not shown)_"
+
+
+def _tool_result(block: ToolResultBlock, tool_names: Mapping[str, str]) -> str:
+    name = tool_names.get(block.call_id)
+    label = "**Tool error**" if block.is_error else "**Tool result**"
+    if name is not None:
+        label += f" {code_span(name)}"
+    label += f" · id {code_span(block.call_id)}"
+    if isinstance(block.output, str):
+        return f"{label}\n\n{fenced(block.output, 'text')}"
+    return f"{label}\n\n{fenced(pretty_json(block.output), 'json')}"
+
+
+def _quote(text: str) -> str:
+    """`text` as a blockquote: every line, blank ones too, behind `>`."""
+    return "\n".join(f"> {line}" if line.strip() else ">" for line in split_lines(text))

@@ -1,0 +1,90 @@
+"""Running a user's SQL without letting it change anything (`memstore sql`).
+
+SQLite: a separate connection opened read-only (`mode=ro`) with an authorizer that allows only
+reading (no ATTACH, no PRAGMA, no writes); the driver refuses more than one statement.
+PostgreSQL: a READ ONLY transaction that has already taken its snapshot (so it cannot be made
+READ WRITE), a prepared statement (so only one statement), and a rollback whatever happens.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from sqlalchemy import Engine
+
+from memstore.errors import QueryError
+
+__all__ = ["QueryResult", "run_read_only"]
+
+_ALLOWED = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, 33}  # RECURSIVE
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    """Column names and rows of a read-only query (at most `limit` rows; `truncated` if more)."""
+
+    columns: list[str]
+    rows: list[tuple[Any, ...]]
+    truncated: bool
+
+
+def _only_reading(action: int, *_: object) -> int:
+    return sqlite3.SQLITE_OK if action in _ALLOWED else sqlite3.SQLITE_DENY
+
+
+def _fetch(cursor: Any, limit: int) -> QueryResult:
+    if cursor.description is None:
+        raise QueryError("memstore sql runs one query that returns rows (SELECT, WITH, VALUES)")
+    columns = [str(description[0]) for description in cursor.description]
+    rows = [tuple(row) for row in cursor.fetchmany(limit + 1)]
+    return QueryResult(columns, rows[:limit], len(rows) > limit)
+
+
+def _sqlite(database: str, sql: str, limit: int) -> QueryResult:
+    uri = f"file:{quote(str(Path(database).resolve()))}?mode=ro"
+    connection = sqlite3.connect(uri, uri=True)
+    try:
+        connection.set_authorizer(_only_reading)
+        return _fetch(connection.execute(sql), limit)
+    except (sqlite3.Error, sqlite3.Warning) as exc:
+        raise QueryError(_explain(str(exc))) from exc
+    finally:
+        connection.close()
+
+
+def _postgres(engine: Engine, sql: str, limit: int) -> QueryResult:
+    import psycopg
+
+    with engine.connect() as connection:
+        driver: Any = connection.connection.driver_connection
+        try:
+            with driver.cursor() as cursor:
+                cursor.execute("SET TRANSACTION READ ONLY")
+                cursor.execute("SELECT 1")  # takes the snapshot: READ WRITE is now refused
+                cursor.execute(sql, prepare=True)  # a prepared statement holds one statement
+                return _fetch(cursor, limit)
+        except psycopg.Error as exc:
+            raise QueryError(_explain(str(exc).strip())) from exc
+        finally:
+            driver.rollback()
+            connection.invalidate()  # never hand this connection back to the pool
+
+
+def _explain(message: str) -> str:
+    if "not authorized" in message or "read-only" in message:
+        return f"{message} (memstore sql only reads; it cannot change the database)"
+    return message
+
+
+def run_read_only(engine: Engine, sql: str, *, limit: int = 1000) -> QueryResult:
+    """Run one statement that only reads; anything else is refused with QueryError."""
+    if engine.dialect.name == "postgresql":
+        return _postgres(engine, sql, limit)
+    database = engine.url.database
+    if not database or not Path(database).exists():
+        raise QueryError(f"no SQLite database at {database!r}")
+    return _sqlite(database, sql, limit)

@@ -1,0 +1,91 @@
+"""Full-text search over turns: SQLite FTS5, PostgreSQL tsvector with a GIN index.
+
+Every node carries `search_text` (its text, thinking, tool names, tool inputs and outputs), set
+when it is stored; migration 0002 indexes it (FTS5 triggers on SQLite, an expression GIN index
+on PostgreSQL), so search is current after every append and import.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Select, column, func, literal_column, select, table, text
+
+from memstore.store.plans import Plan
+from memstore.store.tables import nodes
+
+__all__ = ["SearchHit", "fts5_query", "search"]
+
+TS_CONFIG = "simple"  # no stemming, like FTS5's unicode61: the same matches on both backends
+SNIPPET_OPEN, SNIPPET_CLOSE = "[", "]"
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One matching turn; `rank` is higher for better matches (comparable within one query)."""
+
+    session_id: str
+    node_id: str
+    role: str
+    created_at: int
+    snippet: str
+    rank: float
+
+
+def fts5_query(query: str) -> str:
+    """A user's words as an FTS5 query that means "all of these words", whatever they contain
+    (quotes, operators, SQL): each word becomes a quoted FTS5 string."""
+    words = query.split()
+    return " ".join('"' + word.replace('"', '""') + '"' for word in words)
+
+
+_fts = table("nodes_fts", column("rowid"), column("search_text"))
+
+
+def _sqlite_search(query: str) -> Select[Any]:
+    match = literal_column("nodes_fts").op("MATCH")(fts5_query(query))
+    snippet = func.snippet(literal_column("nodes_fts"), 0, SNIPPET_OPEN, SNIPPET_CLOSE, "…", 12)
+    rank = -func.bm25(literal_column("nodes_fts"))
+    return (
+        select(
+            nodes.c.session_id,
+            nodes.c.id.label("node_id"),
+            nodes.c.role,
+            nodes.c.created_at,
+            snippet.label("snippet"),
+            rank.label("rank"),
+        )
+        .select_from(_fts.join(nodes, nodes.c.pk == _fts.c.rowid))
+        .where(match)
+    )
+
+
+def _postgres_search(query: str) -> Select[Any]:
+    tsquery = func.websearch_to_tsquery(TS_CONFIG, query)
+    vector = func.to_tsvector(TS_CONFIG, nodes.c.search_text)
+    options = f"StartSel={SNIPPET_OPEN}, StopSel={SNIPPET_CLOSE}, MaxWords=20, MinWords=6"
+    snippet = func.ts_headline(TS_CONFIG, nodes.c.search_text, tsquery, options)
+    return select(
+        nodes.c.session_id,
+        nodes.c.id.label("node_id"),
+        nodes.c.role,
+        nodes.c.created_at,
+        snippet.label("snippet"),
+        func.ts_rank(vector, tsquery).label("rank"),
+    ).where(vector.op("@@")(tsquery))
+
+
+def search(
+    dialect: str, query: str, *, session_id: str | None = None, limit: int = 20
+) -> Plan[list[SearchHit]]:
+    """The best `limit` turns matching every word of `query`, best first."""
+    if limit <= 0:
+        raise ValueError(f"limit must be positive, got {limit}")
+    if not query.split():
+        return []
+    statement = _postgres_search(query) if dialect == "postgresql" else _sqlite_search(query)
+    if session_id is not None:
+        statement = statement.where(nodes.c.session_id == session_id)
+    statement = statement.order_by(text("rank DESC"), nodes.c.pk).limit(limit)
+    return [SearchHit(**row._mapping) for row in (yield statement)]

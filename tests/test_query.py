@@ -1,0 +1,163 @@
+"""Views, full-text search and read-only SQL: the same assertions on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memstore import SessionGraph, SessionStore
+from memstore.errors import QueryError
+
+from .conftest import LEGACY
+
+
+def say(role: str, text: str) -> dict[str, Any]:
+    return {"role": role, "blocks": [{"kind": "text", "text": text}]}
+
+
+@pytest.fixture
+def filled(store: SessionStore) -> SessionStore:
+    """One small session with text, thinking, a failed and a good tool call, and a branch."""
+    clock = itertools.count(1_767_225_600_000, 1000)
+    graph = SessionGraph("s", clock=clock.__next__)
+    graph.append(say("user", "Why does the flaky upload test fail?"))
+    graph.append({"role": "assistant", "blocks": [
+        {"kind": "thinking", "text": "Probably a race in the uploader."},
+        {"kind": "tool_call", "id": "c1", "name": "run_tests", "input": {"only": "upload"}},
+    ]})  # fmt: skip
+    graph.append({"role": "user", "blocks": [
+        {"kind": "tool_result", "callId": "c1", "output": "1 failed: timeout", "isError": True},
+    ]})  # fmt: skip
+    fork = graph.append({"role": "assistant", "blocks": [
+        {"kind": "tool_call", "id": "c2", "name": "grep", "input": {"pattern": "sleep"}},
+    ]})  # fmt: skip
+    graph.append({"role": "user", "blocks": [
+        {"kind": "tool_result", "callId": "c2", "output": ["tests/test_upload.py:41"]},
+    ]})  # fmt: skip
+    graph.append(say("assistant", "The test sleeps instead of waiting for the upload event."))
+    graph.branch_from(fork.id)
+    graph.append(say("assistant", "Zebra answers are on another branch."))
+    for node in graph.all():
+        store.append_node("s", node)
+    store.update_session("s", title="Flaky upload")
+    return store
+
+
+def rows(store: SessionStore, sql: str) -> list[tuple[Any, ...]]:
+    return store.read_only_query(sql).rows
+
+
+def test_the_turns_view(filled: SessionStore) -> None:
+    turns = rows(filled, "SELECT role, text FROM turns WHERE session_id = 's' ORDER BY seq")
+    assert turns[0] == ("user", "Why does the flaky upload test fail?")
+    assert turns[1] == ("assistant", None)  # thinking and a tool call: no text blocks
+    assert len(turns) == 7
+
+
+def test_the_blocks_view(filled: SessionStore) -> None:
+    blocks = rows(
+        filled,
+        "SELECT b.position, b.kind, b.text, b.tool_name, b.call_id, b.is_error "
+        "FROM blocks b JOIN turns t ON t.node_id = b.node_id AND t.session_id = b.session_id "
+        "WHERE t.seq IN (SELECT seq FROM turns ORDER BY seq LIMIT 3) "
+        "ORDER BY t.seq, b.position",
+    )
+    assert blocks == [
+        (0, "text", "Why does the flaky upload test fail?", None, None, None),
+        (0, "thinking", "Probably a race in the uploader.", None, None, None),
+        (1, "tool_call", None, "run_tests", "c1", None),
+        (0, "tool_result", None, None, "c1", 1),
+    ]
+
+
+def test_the_tool_calls_view_joins_calls_with_results(filled: SessionStore) -> None:
+    calls = rows(
+        filled,
+        "SELECT call_id, tool_name, is_error, output_json, answered_at - called_at "
+        "FROM tool_calls ORDER BY call_id",
+    )
+    assert calls == [
+        ("c1", "run_tests", 1, '"1 failed: timeout"', 1000),
+        ("c2", "grep", 0, '["tests/test_upload.py:41"]', 1000),
+    ]
+
+
+def test_the_session_stats_view(filled: SessionStore) -> None:
+    (stats,) = rows(
+        filled,
+        "SELECT title, nodes, user_turns, assistant_turns, branches, tool_calls, "
+        "failed_tool_calls FROM session_stats",
+    )
+    assert stats == ("Flaky upload", 7, 3, 4, 2, 2, 1)
+
+
+def test_readme_examples_run(store: SessionStore) -> None:
+    store.import_jsonl(LEGACY)
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    examples = [block.split("```", 1)[0].strip() for block in readme.split("```sql\n")[1:]]
+    assert len(examples) >= 4
+    for sql in examples:
+        assert store.read_only_query(sql).columns, sql
+
+
+def test_search_finds_text_thinking_and_tool_data(filled: SessionStore) -> None:
+    assert [hit.role for hit in filled.search("flaky upload")] == ["user"]
+    (thinking,) = filled.search("race uploader")
+    assert "[race]" in thinking.snippet
+    assert len(filled.search("run_tests")) == 1  # a tool name
+    assert len(filled.search("timeout")) == 1  # a tool output
+    assert len(filled.search("zebra")) == 1  # every branch is searched
+    assert filled.search("upload", session_id="other") == []
+    assert filled.search("   ") == []
+    hits = filled.search("upload")
+    assert [hit.rank for hit in hits] == sorted((hit.rank for hit in hits), reverse=True)
+    assert len(filled.search("upload", limit=1)) == 1
+
+
+@pytest.mark.parametrize(
+    "query", ["'; DROP TABLE nodes; --", '"unbalanced', "a AND OR NOT", "NEAR(x", "*", "-x:y"]
+)
+def test_search_treats_any_query_as_plain_words(filled: SessionStore, query: str) -> None:
+    assert filled.search(query) == []
+    assert len(filled.load_session("s").all()) == 7
+
+
+def test_search_is_current_after_import_and_delete(store: SessionStore) -> None:
+    store.import_jsonl(LEGACY / "branching.jsonl")
+    assert store.search("crash")
+    store.delete_session("branching")
+    assert store.search("crash") == []
+
+
+WRITES = [
+    "INSERT INTO sessions (id, created_at, updated_at) VALUES ('x', 1, 1)",
+    "UPDATE sessions SET title = 'x'",
+    "DELETE FROM nodes",
+    "DROP TABLE records",
+    "CREATE TABLE t (x INTEGER)",
+    "SELECT 1; DELETE FROM nodes",
+    "ATTACH DATABASE 'other.db' AS other",
+    "PRAGMA journal_mode = DELETE",
+    "SET TRANSACTION READ WRITE",
+    "COMMIT",
+]
+
+
+@pytest.mark.parametrize("sql", WRITES)
+def test_read_only_queries_cannot_change_anything(filled: SessionStore, sql: str) -> None:
+    before = rows(filled, "SELECT count(*) FROM nodes"), rows(filled, "SELECT title FROM sessions")
+    with pytest.raises(QueryError):
+        filled.read_only_query(sql)
+    after = rows(filled, "SELECT count(*) FROM nodes"), rows(filled, "SELECT title FROM sessions")
+    assert after == before
+
+
+def test_read_only_query_limits_rows(filled: SessionStore) -> None:
+    result = filled.read_only_query("SELECT node_id FROM turns", limit=3)
+    assert len(result.rows) == 3
+    assert result.truncated
+    with pytest.raises(QueryError, match="no_such_table"):
+        filled.read_only_query("SELECT * FROM no_such_table")
