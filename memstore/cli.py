@@ -6,6 +6,8 @@ becomes one clear line on stderr and a non-zero exit, never a traceback.
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import functools
 import json
 from collections.abc import Callable, Iterator
@@ -20,11 +22,16 @@ from rich.markup import escape
 from rich.progress import DownloadColumn, Progress, TaskID, TextColumn
 from rich.table import Table
 
-from memstore.errors import MemstoreError
+from memstore import jsjson
+from memstore.errors import MemstoreError, UnknownSessionError
+from memstore.graph import SessionGraph
 from memstore.jsonl import session_file
-from memstore.store import DEFAULT_URL, SessionStore
+from memstore.render import render_html, render_markdown
+from memstore.store import DEFAULT_URL, SessionInfo, SessionStore
+from memstore.store.files import atomic_text_file
 from memstore.store.migrate import head_revision
 from memstore.store.transfer import FileImport, import_targets
+from memstore.terminal import format_time, render_transcript, render_tree
 
 __all__ = ["app", "main"]
 
@@ -227,6 +234,28 @@ def _print_import_table(reports: list[FileImport]) -> None:
     out.print(table)
 
 
+class ExportFormat(enum.StrEnum):
+    """What `memstore export` writes."""
+
+    JSONL = "jsonl"
+    MD = "md"
+    HTML = "html"
+
+
+def _export_one(store: SessionStore, session_id: str, target: Path, form: ExportFormat) -> str:
+    if form is ExportFormat.JSONL:
+        return f"{store.export_jsonl(session_id, target)} lines"
+    graph = _load_existing(store, session_id)
+    title = store.session_info(session_id).title
+    if form is ExportFormat.MD:
+        document = render_markdown(graph, title=title)
+    else:
+        document = render_html(graph, title=title)
+    with atomic_text_file(target) as file:
+        file.write(document)
+    return f"{len(document.encode())} bytes"
+
+
 @app.command()
 def export(
     ctx: typer.Context,
@@ -237,28 +266,191 @@ def export(
     all_sessions: Annotated[
         bool, typer.Option("--all", help="Export every session into the -o directory.")
     ] = False,
+    form: Annotated[
+        ExportFormat,
+        typer.Option(
+            "--format",
+            help="jsonl: the legacy file, byte for byte; md: the head's transcript; "
+            "html: the whole tree as one self-contained page.",
+        ),
+    ] = ExportFormat.JSONL,
 ) -> None:
-    """Write sessions back as legacy JSONL files, byte for byte as they were imported."""
+    """Write sessions back as legacy JSONL files (byte for byte), or as readable transcripts."""
     if all_sessions == (session is not None):
         raise typer.BadParameter("name one SESSION, or pass --all")
     with friendly_store(ctx) as store:
         if session is not None:
-            lines = store.export_jsonl(session, output)
-            out.print(f"{session}: {lines} lines -> {output}")
+            out.print(f"{escape(session)}: {_export_one(store, session, output, form)} -> {output}")
             return
         for session_id in store.list_sessions():
-            target = session_file(output, session_id)
-            out.print(f"{session_id}: {store.export_jsonl(session_id, target)} lines -> {target}")
+            target = session_file(output, session_id).with_suffix(f".{form.value}")
+            written = _export_one(store, session_id, target, form)
+            out.print(f"{escape(session_id)}: {written} -> {target}")
+
+
+@app.command("sessions")
+def list_sessions(
+    ctx: typer.Context,
+    tag: Annotated[str | None, typer.Option(help="Only sessions with this tag.")] = None,
+    limit: Annotated[int | None, typer.Option(help="At most this many.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """List sessions, most recently updated first."""
+    with friendly_store(ctx) as store:
+        infos = store.sessions(tag=tag, limit=limit)
+    if as_json:
+        emit_json([_session_json(info) for info in infos])
+        return
+    table = Table("session", "nodes", "branches", "updated (UTC)", "head", "title")
+    for info in infos:
+        table.add_row(
+            escape(info.id),
+            str(info.node_count),
+            str(info.branch_count),
+            format_time(info.updated_at),
+            (info.head or "")[:12],
+            escape(info.title or ""),
+        )
+    out.print(table)
+
+
+def _session_json(info: SessionInfo) -> dict[str, Any]:
+    return {
+        "id": info.id,
+        "nodes": info.node_count,
+        "branches": info.branch_count,
+        "createdAt": info.created_at,
+        "updatedAt": info.updated_at,
+        "head": info.head,
+        "title": info.title,
+        "tags": list(info.tags),
+        "metadata": dict(info.metadata),
+    }
+
+
+def _load_existing(store: SessionStore, session_id: str) -> SessionGraph:
+    graph = store.load_session(session_id)
+    if graph.size == 0 and session_id not in store.list_sessions():
+        raise UnknownSessionError(f"no session {session_id!r}")
+    return graph
 
 
 @app.command()
-@friendly_errors
-def demo(ctx: typer.Context) -> None:
-    """Build a small example in the database and show what memstore keeps."""
+def tree(
+    ctx: typer.Context,
+    session: Annotated[str, typer.Argument(help="The session to draw.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print nodes as JSON.")] = False,
+) -> None:
+    """Draw a session's DAG: its branches, the head marked, each turn on one line."""
+    with friendly_store(ctx) as store:
+        graph = _load_existing(store, session)
+    if as_json:
+        nodes = [{"id": n.id, "parent": n.parent, "role": n.turn.role} for n in graph.all()]
+        emit_json({"session": session, "head": graph.leaf, "nodes": nodes})
+    else:
+        out.print(render_tree(graph))
+
+
+@app.command()
+def show(
+    ctx: typer.Context,
+    session: Annotated[str, typer.Argument(help="The session to show.")],
+    leaf: Annotated[str | None, typer.Option(help="End of the path (default: the head).")] = None,
+    last: Annotated[int | None, typer.Option(help="Only the newest N turns.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the nodes as JSON.")] = False,
+) -> None:
+    """Print the transcript of one path of a session (root to the head, or to --leaf)."""
+    with friendly_store(ctx) as store:
+        nodes = store.load_path_nodes(session, leaf, last=last)
+        if not nodes and session not in store.list_sessions():
+            raise UnknownSessionError(f"no session {session!r}")
+    if as_json:
+        emit_json([jsjson.loads(jsjson.dumps(node.to_json())) for node in nodes])
+    else:
+        out.print(render_transcript(nodes))
+
+
+@app.command()
+def search(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Argument(help="Words to find (all of them).")],
+    session: Annotated[str | None, typer.Option(help="Only in this session.")] = None,
+    limit: Annotated[int, typer.Option(help="At most this many hits.")] = 20,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Full-text search over text, thinking, tool calls and results, on every branch."""
+    with friendly_store(ctx) as store:
+        hits = store.search(query, session_id=session, limit=limit)
+    if as_json:
+        emit_json([dataclasses.asdict(hit) for hit in hits])
+        return
+    table = Table("session", "node", "role", "time (UTC)", "snippet")
+    for hit in hits:
+        table.add_row(
+            escape(hit.session_id),
+            hit.node_id[:12],
+            hit.role,
+            format_time(hit.created_at),
+            escape(hit.snippet.replace("\n", " ")),
+        )
+    out.print(table)
+
+
+@app.command()
+def sql(
+    ctx: typer.Context,
+    statement: Annotated[str, typer.Argument(help="One SELECT (read-only).")],
+    limit: Annotated[int, typer.Option(help="At most this many rows.")] = 1000,
+    as_json: Annotated[bool, typer.Option("--json", help="Print rows as JSON objects.")] = False,
+) -> None:
+    """Run one read-only SQL query (the views turns, blocks, tool_calls, session_stats help)."""
+    with friendly_store(ctx) as store:
+        result = store.read_only_query(statement, limit=limit)
+    if as_json:
+        emit_json([dict(zip(result.columns, row, strict=True)) for row in result.rows])
+        return
+    table = Table(*(escape(name) for name in result.columns))
+    for row in result.rows:
+        table.add_row(*(escape("" if value is None else str(value)) for value in row))
+    out.print(table)
+    if result.truncated:
+        err.print(f"(only the first {limit} rows; pass --limit to see more)")
+
+
+@app.command()
+def stats(
+    ctx: typer.Context,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Totals over the store: sessions, nodes, tool calls, failures, most used tools."""
+    with friendly_store(ctx) as store:
+        totals = store.stats()
+    if as_json:
+        emit_json(dataclasses.asdict(totals))
+        return
+    out.print(
+        f"{totals.sessions} sessions, {totals.nodes} nodes, {totals.records} records, "
+        f"{totals.tool_calls} tool calls ({totals.failed_tool_calls} failed)"
+    )
+    table = Table("tool", "calls", title="most used tools")
+    for name, calls in totals.top_tools:
+        table.add_row(escape(name), str(calls))
+    out.print(table)
+
+
+@app.command()
+def demo(
+    ctx: typer.Context,
+    workdir: Annotated[
+        Path, typer.Option(help="Where to write the demo's legacy JSONL files and export.")
+    ] = Path("memstore-demo"),
+) -> None:
+    """Build a realistic example in the database (API sessions with branches and tool calls,
+    legacy JSONL files imported) and show a tree, a search, a SQL query and an export."""
     from memstore.demo import run_demo
 
-    with open_store(ctx) as store:
-        run_demo(store, out)
+    with friendly_store(ctx) as store:
+        run_demo(store, out, workdir)
 
 
 def main() -> None:

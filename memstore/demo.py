@@ -3,20 +3,27 @@
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
-from rich.tree import Tree
 
 from memstore.condense import estimate_context_tokens, find_cut_point, should_compact
 from memstore.graph import SessionGraph
+from memstore.jsonl import JsonlSessionStore, session_file
 from memstore.store import SessionStore
-from memstore.types import ModelCard, SessionNode
+from memstore.terminal import render_tree
+from memstore.types import ModelCard
 
-__all__ = ["DEMO_TAG", "build_demo_sessions", "run_demo"]
+__all__ = ["DEMO_TAG", "build_demo_sessions", "run_demo", "write_legacy_files"]
 
 DEMO_TAG = "memstore-demo"
+SQL_EXAMPLE = (
+    "SELECT tool_name, count(*) AS calls, sum(is_error) AS failed FROM tool_calls "
+    "GROUP BY tool_name ORDER BY calls DESC, tool_name"
+)
 START_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z: fixed, so the demo's ids are the same
 
 
@@ -103,12 +110,17 @@ DEMO_SESSIONS = {
 }
 
 
+def _build(session_id: str) -> SessionGraph:
+    graph = SessionGraph(session_id, clock=itertools.count(START_MS, 7_000).__next__)
+    DEMO_SESSIONS[session_id.removeprefix("legacy-")][1](graph)
+    return graph
+
+
 def build_demo_sessions(store: SessionStore) -> list[str]:
-    """(Re)create the demo sessions in `store`, with fixed clocks; returns their ids."""
-    for session_id, (title, build) in DEMO_SESSIONS.items():
+    """(Re)create the demo sessions in `store` through the Python API; returns their ids."""
+    for session_id, (title, _) in DEMO_SESSIONS.items():
         store.delete_session(session_id)
-        graph = SessionGraph(session_id, clock=itertools.count(START_MS, 7_000).__next__)
-        build(graph)
+        graph = _build(session_id)
         for node in graph.all():
             store.append_node(session_id, node)
         if graph.leaf is not None:
@@ -117,53 +129,76 @@ def build_demo_sessions(store: SessionStore) -> list[str]:
     return list(DEMO_SESSIONS)
 
 
-def _one_line(node: SessionNode) -> str:
-    parts = []
-    for block in node.turn.to_json()["blocks"]:
-        kind = block.get("kind")
-        if kind == "text":
-            parts.append(block["text"])
-        elif kind == "tool_call":
-            parts.append(f"[cyan]{block['name']}[/cyan]()")
-        elif kind == "tool_result":
-            parts.append("[red]error[/red]" if block.get("isError") else "[green]result[/green]")
-    line = " ".join(parts).replace("\n", " ")
-    return line if len(line) <= 70 else line[:69] + "…"
+def write_legacy_files(root: Path) -> list[Path]:
+    """Legacy JSONL files as the original TypeScript store wrote them (via JsonlSessionStore)."""
+    files = JsonlSessionStore(root)
+    for session_id in DEMO_SESSIONS:
+        legacy_id = f"legacy-{session_id}"
+        session_file(root, legacy_id).unlink(missing_ok=True)
+        graph = _build(legacy_id)
+        for node in graph.all():
+            files.append_node(legacy_id, node)
+    return [session_file(root, f"legacy-{session_id}") for session_id in DEMO_SESSIONS]
 
 
-def render_tree(graph: SessionGraph) -> Tree:
-    """The session DAG as a Rich tree: branches as siblings, the head marked."""
-    children: dict[str | None, list[SessionNode]] = {}
-    for node in graph.all():
-        children.setdefault(node.parent, []).append(node)
-    tree = Tree(f"[bold]{graph.session_id}[/bold]")
-
-    def grow(branch: Tree, parent: str | None) -> None:
-        for node in children.get(parent, []):
-            marker = " [bold yellow]◀ head[/bold yellow]" if node.id == graph.leaf else ""
-            label = f"[dim]{node.id[:8]}[/dim] [b]{node.turn.role}[/b]: {_one_line(node)}{marker}"
-            grow(branch.add(label), node.id)
-
-    grow(tree, None)
-    return tree
-
-
-def run_demo(store: SessionStore, console: Console) -> None:
-    """Build the demo sessions and show them: the list, a tree, a path and its token budget."""
-    build_demo_sessions(store)
-    table = Table(title=f"sessions in {store.engine.url.render_as_string()}")
-    for column in ("session", "nodes", "head", "title"):
-        table.add_column(column)
+def _sessions_table(store: SessionStore) -> Table:
+    table = Table("session", "nodes", "branches", "head", "title", title="sessions")
     for info in store.sessions():
-        table.add_row(info.id, str(info.node_count), (info.head or "")[:8], info.title or "")
-    console.print(table)
-    graph = store.load_session("demo-config-parser")
-    console.print(render_tree(graph))
+        table.add_row(
+            escape(info.id),
+            str(info.node_count),
+            str(info.branch_count),
+            (info.head or "")[:8],
+            escape(info.title or ""),
+        )
+    return table
+
+
+def _search_table(store: SessionStore, query: str) -> Table:
+    table = Table("session", "role", "snippet", title=f"search: {query!r}")
+    for hit in store.search(query, limit=5):
+        table.add_row(escape(hit.session_id), hit.role, escape(hit.snippet.replace("\n", " ")))
+    return table
+
+
+def _sql_table(store: SessionStore, statement: str) -> Table:
+    result = store.read_only_query(statement)
+    table = Table(*result.columns, title="sql: most used tools and their failures")
+    for row in result.rows:
+        table.add_row(*(escape(str(value)) for value in row))
+    return table
+
+
+def _condensation_line(store: SessionStore) -> str:
     path = store.load_path("demo-config-parser")
-    tokens = estimate_context_tokens(path)
     card = ModelCard(id="small-model", context_window=100)
-    console.print(
-        f"head path: {len(path)} turns, ~{tokens} tokens; with a {card.context_window}-token "
-        f"window, condense: {should_compact(path, card)}, keeping turns from "
-        f"#{find_cut_point(path, 2)} on (never splitting a tool call from its result)"
+    return (
+        f"head path: {len(path)} turns, ~{estimate_context_tokens(path)} tokens; with a "
+        f"{card.context_window}-token window, condense: {should_compact(path, card)}, keeping "
+        f"turns from #{find_cut_point(path, 2)} on (never splitting a tool call from its result)"
     )
+
+
+def run_demo(store: SessionStore, console: Console, workdir: Path) -> None:
+    """Build sessions through the API, import legacy JSONL files written as the original did,
+    then show the sessions, a tree, a search, a SQL query and a byte-identical export."""
+    build_demo_sessions(store)
+    legacy = write_legacy_files(workdir / "legacy-jsonl")
+    for path in legacy:
+        store.delete_session(path.stem)
+    report = store.import_jsonl(workdir / "legacy-jsonl")
+    console.print(
+        f"imported {len(report.files)} legacy JSONL files from {workdir / 'legacy-jsonl'}: "
+        f"{report.records} records, {report.nodes} nodes"
+    )
+    console.print(_sessions_table(store))
+    console.print(render_tree(store.load_session("demo-config-parser")))
+    console.print(_search_table(store, "upload race"))
+    console.print(_sql_table(store, SQL_EXAMPLE))
+    exported = workdir / "exported.jsonl"
+    store.export_jsonl(legacy[0].stem, exported)
+    same = exported.read_bytes() == legacy[0].read_bytes()
+    console.print(
+        f"exported {legacy[0].stem} -> {exported}: byte-identical to the original: {same}"
+    )
+    console.print(_condensation_line(store))

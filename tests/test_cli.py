@@ -110,3 +110,97 @@ def test_errors_are_one_line_in_a_real_process(
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith("error: ")
     assert message in line
+
+
+@pytest.fixture
+def imported(sqlite_url: str) -> str:
+    code, _, _ = invoke(sqlite_url, "import", str(LEGACY))
+    assert code == 0
+    return sqlite_url
+
+
+def test_sessions_lists_nodes_and_branches(imported: str) -> None:
+    code, stdout, _ = invoke(imported, "sessions", "--json")
+    assert code == 0
+    sessions = {item["id"]: item for item in json.loads(stdout)}
+    assert sessions["branching"]["nodes"] == 28
+    assert sessions["branching"]["branches"] == 5
+    assert sessions["branching"]["head"] == "35e3729593e09384f705b19d7b9d7588"
+    code, stdout, _ = invoke(imported, "sessions")
+    assert "branching" in stdout
+
+
+def test_tree_marks_the_head_and_shows_every_node(imported: str) -> None:
+    code, stdout, _ = invoke(imported, "tree", "branching")
+    assert code == 0
+    assert "◀ head" in stdout
+    code, stdout, _ = invoke(imported, "tree", "branching", "--json")
+    tree = json.loads(stdout)
+    assert len(tree["nodes"]) == 28
+    assert tree["head"] == "35e3729593e09384f705b19d7b9d7588"
+    code, stdout, _ = invoke(imported, "tree", "large-session")  # 2,904 deep: no recursion
+    assert code == 0
+
+
+def test_show_prints_one_path(imported: str) -> None:
+    code, stdout, _ = invoke(imported, "show", "branching", "--json")
+    assert code == 0
+    assert len(json.loads(stdout)) == 12
+    code, stdout, _ = invoke(imported, "show", "branching", "--last", "2", "--json")
+    assert [n["id"] for n in json.loads(stdout)][-1] == "35e3729593e09384f705b19d7b9d7588"
+    code, stdout, _ = invoke(imported, "show", "branching")
+    assert "Summarize the plan" in stdout
+    code, _, stderr = invoke(imported, "show", "branching", "--leaf", "nope")
+    assert code == 1
+    assert "has no node 'nope'" in stderr
+
+
+def test_search_and_sql_and_stats(imported: str) -> None:
+    code, stdout, _ = invoke(imported, "search", "crash safe", "--json")
+    assert code == 0
+    hits = json.loads(stdout)
+    assert hits
+    assert hits[0]["session_id"] == "branching"
+    code, stdout, _ = invoke(imported, "sql", "SELECT count(*) AS n FROM turns", "--json")
+    assert json.loads(stdout) == [{"n": 3254}]
+    code, _, stderr = invoke(imported, "sql", "DELETE FROM nodes")
+    assert code == 1
+    assert "cannot change the database" in stderr
+    code, stdout, _ = invoke(imported, "stats", "--json")
+    totals = json.loads(stdout)
+    assert (totals["sessions"], totals["nodes"]) == (12, 3254)
+    assert totals["top_tools"][0] == ["bash", 352]
+
+
+def test_export_markdown_and_html(imported: str, tmp_path: Path) -> None:
+    code, _, _ = invoke(
+        imported, "export", "branching", "--format", "md", "-o", str(tmp_path / "b.md")
+    )
+    assert code == 0
+    assert "Summarize the plan" in (tmp_path / "b.md").read_text()
+    code, _, _ = invoke(imported, "export", "--all", "--format", "html", "-o", str(tmp_path / "h"))
+    assert code == 0
+    page = (tmp_path / "h" / "branching.html").read_text()
+    assert "35e3729593e09384f705b19d7b9d7588" in page
+    assert "http://" not in page
+    assert "https://" not in page
+    assert len(list((tmp_path / "h").glob("*.html"))) == 12
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["tree", "nope"], ["show", "nope"], ["export", "nope", "--format", "md", "-o", "x.md"]],
+)
+def test_unknown_sessions_are_one_line(sqlite_url: str, args: list[str]) -> None:
+    code, _, stderr = invoke(sqlite_url, *args)
+    assert code == 1
+    assert stderr.strip() == "error: no session 'nope'"
+
+
+def test_the_demo_shows_everything_it_promises(sqlite_url: str, tmp_path: Path) -> None:
+    code, stdout, _ = invoke(sqlite_url, "demo", "--workdir", str(tmp_path / "work"))
+    assert code == 0
+    assert "imported 2 legacy JSONL files" in stdout
+    assert "byte-identical to the original: True" in stdout
+    assert "search: 'upload race'" in stdout
+    assert "run_tests" in stdout  # the SQL table

@@ -31,7 +31,7 @@ from memstore.store.errors import translate_database_errors
 from memstore.store.files import atomic_text_file
 from memstore.store.handle import HandleBase
 from memstore.store.migrate import is_current, migrate_in
-from memstore.store.plans import UNSET, Plan, SessionInfo, Unset, as_call
+from memstore.store.plans import UNSET, Plan, SessionInfo, StoreStats, Unset, as_call
 from memstore.store.readonly import QueryResult, run_read_only
 from memstore.store.search import SearchHit
 from memstore.store.sync import drive as sync_drive
@@ -244,6 +244,10 @@ class AsyncSessionStore:
             plan = transfer.export_session(session_id, out)
             action = f"exporting session {session_id!r}"
             return await self._run_blocking(plan, write=False, action=action)
+
+    async def stats(self, *, top: int = 10) -> StoreStats:
+        """See `SessionStore.stats`."""
+        return await self._run(plans.store_stats(top), write=False, action="reading statistics")
 
     async def search(
         self, query: str, *, session_id: str | None = None, limit: int = 20

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-import tempfile
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,13 +16,14 @@ __all__ = ["atomic_text_file"]
 def atomic_text_file(path: Path) -> Iterator[TextIO]:
     """A UTF-8 text file (no newline translation) that appears at `path` only on success."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.tmp")
     try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="") as out:
+        # Mode "x" creates the file with the usual permissions (the umask applies).
+        with temporary.open("x", encoding="utf-8", newline="") as out:
             yield out
             out.flush()
             os.fsync(out.fileno())
         os.replace(temporary, path)
     except BaseException:
-        Path(temporary).unlink(missing_ok=True)
+        temporary.unlink(missing_ok=True)
         raise

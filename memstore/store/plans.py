@@ -40,7 +40,7 @@ from memstore.store.rows import block_rows, node_row
 from memstore.store.tables import node_blocks, nodes, records, session_tags, sessions
 from memstore.types import SessionNode, Turn, validate_session_id
 
-__all__ = ["UNSET", "Plan", "SessionInfo", "Step", "Unset"]
+__all__ = ["UNSET", "Plan", "SessionInfo", "Step", "StoreStats", "Unset"]
 
 T = TypeVar("T")
 Step: TypeAlias = Executable | tuple[Executable, Sequence[Mapping[str, Any]]]
@@ -73,6 +73,7 @@ class SessionInfo:
     node_count: int
     created_at: int
     updated_at: int
+    branch_count: int = 0
     title: str | None = None
     tags: tuple[str, ...] = ()
     metadata: Mapping[str, Any] = field(default_factory=dict)
@@ -260,6 +261,61 @@ def _metadata_filter(key: str, value: Any) -> ColumnElement[bool]:
     return comparison
 
 
+def _tip_count() -> Any:
+    """Per session: nodes that no node names as parent, i.e. the tips of its branches."""
+    child = nodes.alias("child")
+    has_child = select(child.c.id).where(
+        child.c.session_id == nodes.c.session_id, child.c.parent_id == nodes.c.id
+    )
+    return (
+        select(func.count())
+        .where(nodes.c.session_id == sessions.c.id, ~has_child.exists())
+        .scalar_subquery()
+    )
+
+
+@dataclass(frozen=True)
+class StoreStats:
+    """Totals over the whole store."""
+
+    sessions: int
+    nodes: int
+    records: int
+    tool_calls: int
+    failed_tool_calls: int
+    top_tools: tuple[tuple[str, int], ...]
+
+
+def store_stats(top: int = 10) -> Plan[StoreStats]:
+    """Counts of sessions, nodes, records and tool calls, and the most used tools."""
+    totals = (
+        yield select(
+            select(func.count()).select_from(sessions).scalar_subquery(),
+            select(func.count()).select_from(nodes).scalar_subquery(),
+            select(func.count()).select_from(records).scalar_subquery(),
+            select(func.count()).where(node_blocks.c.kind == "tool_call").scalar_subquery(),
+            select(func.count()).where(node_blocks.c.is_error == 1).scalar_subquery(),
+        )
+    ).one()
+    calls = func.count().label("calls")
+    tools = yield (
+        select(node_blocks.c.tool_name, calls)
+        .where(node_blocks.c.kind == "tool_call")
+        .group_by(node_blocks.c.tool_name)
+        .order_by(calls.desc(), node_blocks.c.tool_name)
+        .limit(top)
+    )
+    session_count, node_count, record_count, call_count, failed_count = map(int, tuple(totals))
+    return StoreStats(
+        sessions=session_count,
+        nodes=node_count,
+        records=record_count,
+        tool_calls=call_count,
+        failed_tool_calls=failed_count,
+        top_tools=tuple((row.tool_name or "", row.calls) for row in tools),
+    )
+
+
 def list_sessions(
     *,
     tag: str | None = None,
@@ -270,9 +326,9 @@ def list_sessions(
 ) -> Plan[list[SessionInfo]]:
     """Sessions, most recently updated first, filtered by tag, title and metadata values."""
     count = select(func.count()).where(nodes.c.session_id == sessions.c.id).scalar_subquery()
-    query = select(sessions, count.label("node_count")).order_by(
-        sessions.c.updated_at.desc(), sessions.c.id
-    )
+    query = select(
+        sessions, count.label("node_count"), _tip_count().label("branch_count")
+    ).order_by(sessions.c.updated_at.desc(), sessions.c.id)
     if session_id is not None:
         query = query.where(sessions.c.id == session_id)
     if tag is not None:
@@ -299,6 +355,7 @@ def list_sessions(
             id=row.id,
             head=row.head,
             node_count=row.node_count,
+            branch_count=row.branch_count,
             created_at=row.created_at,
             updated_at=row.updated_at,
             title=row.title,

@@ -18,7 +18,7 @@ from memstore.store.errors import translate_database_errors
 from memstore.store.files import atomic_text_file
 from memstore.store.handle import HandleBase
 from memstore.store.migrate import current_revision, downgrade, upgrade
-from memstore.store.plans import UNSET, Plan, SessionInfo, Unset, as_call
+from memstore.store.plans import UNSET, Plan, SessionInfo, StoreStats, Unset, as_call
 from memstore.store.readonly import QueryResult, run_read_only
 from memstore.store.search import SearchHit
 from memstore.store.transfer import ImportReport, Progress
@@ -239,6 +239,10 @@ class SessionStore:
         with atomic_text_file(Path(path)) as out:
             plan = transfer.export_session(session_id, out)
             return self._run(plan, write=False, action=f"exporting session {session_id!r}")
+
+    def stats(self, *, top: int = 10) -> StoreStats:
+        """Totals over the whole store: sessions, nodes, records, tool calls, top tools."""
+        return self._run(plans.store_stats(top), write=False, action="reading statistics")
 
     def search(
         self, query: str, *, session_id: str | None = None, limit: int = 20

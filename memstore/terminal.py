@@ -1,0 +1,105 @@
+"""How the command line draws sessions in a terminal (Rich): trees, transcripts, tables."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.markup import escape
+from rich.panel import Panel
+from rich.syntax import Syntax
+from rich.text import Text
+from rich.tree import Tree
+
+from memstore import jsjson
+from memstore.graph import SessionGraph
+from memstore.types import SessionNode
+
+__all__ = ["format_time", "render_transcript", "render_tree"]
+
+PREVIEW = 70
+
+
+def format_time(epoch_ms: int) -> str:
+    """An epoch-millisecond time as UTC, to the second."""
+    return datetime.fromtimestamp(epoch_ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _one_line(node: SessionNode) -> str:
+    parts = []
+    for block in node.turn.to_json()["blocks"]:
+        kind = block.get("kind")
+        if kind == "text":
+            parts.append(block["text"])
+        elif kind == "tool_call":
+            parts.append(f"{block['name']}()")
+        elif kind == "tool_result":
+            parts.append("✗ error" if block.get("isError") is True else "✓ result")
+    line = " ".join(parts).replace("\n", " ")
+    return escape(line if len(line) <= PREVIEW else line[: PREVIEW - 1] + "…")
+
+
+def _label(node: SessionNode, head: str | None) -> str:
+    marker = " [bold yellow]◀ head[/bold yellow]" if node.id == head else ""
+    return f"[dim]{node.id[:8]}[/dim] [b]{node.turn.role}[/b]: {_one_line(node)}{marker}"
+
+
+def render_tree(graph: SessionGraph) -> Tree:
+    """The session DAG as a Rich tree, the head marked.
+
+    A run of turns without a fork stays at one indentation; at a fork, each branch nests under
+    its first turn, so a deep session stays narrow.
+    """
+    children: dict[str | None, list[SessionNode]] = {}
+    for node in graph.all():
+        children.setdefault(node.parent, []).append(node)
+    tree = Tree(f"[bold]{escape(graph.session_id)}[/bold]")
+    roots = children.get(None, [])
+    # (where the line goes, the node, whether it starts a branch that holds its own run)
+    pending = [(tree, root, len(roots) > 1) for root in reversed(roots)]
+    while pending:
+        container, node, starts_branch = pending.pop()
+        item = container.add(_label(node, graph.leaf))
+        kids = children.get(node.id, [])
+        if len(kids) == 1:
+            pending.append((item if starts_branch else container, kids[0], False))
+        else:
+            pending.extend((item, kid, True) for kid in reversed(kids))
+    return tree
+
+
+def _block(block: dict[str, Any]) -> RenderableType:
+    kind = block.get("kind")
+    if kind == "text":
+        return Text(block.get("text", ""))
+    if kind == "thinking":
+        return Text(block.get("text", ""), style="dim italic")
+    if kind == "tool_call":
+        body = Syntax(jsjson.dumps(block.get("input")), "json", word_wrap=True)
+        return Panel(body, title=f"tool call {block.get('name')} [{block.get('id')}]", style="cyan")
+    if kind == "tool_result":
+        failed = block.get("isError") is True
+        body = Syntax(jsjson.dumps(block.get("output")), "json", word_wrap=True)
+        label = "error" if failed else "result"
+        return Panel(
+            body, title=f"tool {label} [{block.get('callId')}]", style="red" if failed else "green"
+        )
+    if kind == "image":
+        size = len(block.get("dataBase64", ""))
+        return Text(f"[image {block.get('mediaType')}, {size} base64 characters]", style="magenta")
+    return Text(f"[{kind} block]", style="yellow")
+
+
+def render_transcript(nodes: list[SessionNode]) -> RenderableType:
+    """One path's turns, each with its role, time and blocks."""
+    parts: list[RenderableType] = []
+    for node in nodes:
+        wire = node.turn.to_json()
+        heading = Text(
+            f"{wire['role']} · {format_time(node.created_at)} · {node.id[:12]}", style="bold"
+        )
+        parts.append(heading)
+        parts.extend(_block(block) for block in wire["blocks"])
+        parts.append(Text(""))
+    return Group(*parts)
