@@ -2,6 +2,10 @@
 
 Counting follows JavaScript: string lengths are UTF-16 code units, serialized values are
 `JSON.stringify` output. Every function accepts Turn models or plain JSON dicts.
+
+A prefix too large for the summarizing model's window is condensed in chunks that fit, and then
+the chunk summaries are merged (in rounds, if they do not fit one request either): no request is
+ever larger than the budget, by `estimate_context_tokens` of its transcript turn plus the preamble.
 """
 
 from __future__ import annotations
@@ -34,11 +38,14 @@ from memstore.types import (
 
 __all__ = [
     "DISTILL_PREAMBLE",
+    "MERGE_PREAMBLE",
     "SUMMARY_HEADING",
     "compact",
     "estimate_context_tokens",
     "find_cut_point",
+    "minimum_budget",
     "render_transcript",
+    "request_budget",
     "should_compact",
     "summarize",
 ]
@@ -53,10 +60,26 @@ DISTILL_PREAMBLE = (
     "learned (file names, identifiers, numbers, errors), tool calls made and their outcomes, and "
     "any open questions or next steps. Do not invent anything; do not address the user."
 )
-"""The system prompt of every summarization call."""
+"""The system prompt of every summarization call over turns."""
+
+MERGE_PREAMBLE = (
+    "You merge consecutive summaries of one conversation between a user and an AI assistant, "
+    "given oldest first, into one summary so that the assistant can continue the work without the "
+    "full history. Write a faithful, compact summary in plain text: the user's goals and "
+    "constraints, decisions made and why, facts learned (file names, identifiers, numbers, "
+    "errors), tool calls made and their outcomes, and any open questions or next steps; where a "
+    "later summary supersedes an earlier one, keep the later. Do not invent anything; do not "
+    "address the user."
+)
+"""The system prompt of the calls that merge chunk summaries of a prefix too large for one call."""
 
 CHARS_PER_TOKEN = 4
 TOKENS_PER_TURN = 4
+REPLY_SHARE = 4
+"""Without a card's `max_output_tokens`, a quarter of the window is kept free for the reply."""
+MIN_TRANSCRIPT_TOKENS = 64
+"""A budget must leave at least this much transcript room next to the preamble, or it is refused."""
+_SEPARATOR = "\n\n"
 _STREAM_EVENT: TypeAdapter[StreamEvent] = TypeAdapter(StreamEvent)
 
 
@@ -199,20 +222,19 @@ async def _drain(invoke: ModelInvoker, conversation: Conversation, options: Stre
     return "".join(deltas)
 
 
-async def summarize(
-    messages: Sequence[TurnLike], invoke: ModelInvoker, options: StreamOptions | None = None
-) -> Turn:
-    """Distill turns into one user-role turn headed `[condensed earlier context]`.
+async def _distill(
+    invoke: ModelInvoker, system: str, transcript: str, options: StreamOptions
+) -> str:
+    """One model call over one transcript; the reply text, never empty.
 
     Raises:
         CondensationError: the model reported an error, raised, or returned an empty summary.
     """
     conversation = Conversation(
-        system=DISTILL_PREAMBLE,
-        turns=(Turn(role="user", blocks=(TextBlock(text=render_transcript(messages)),)),),
+        system=system, turns=(Turn(role="user", blocks=(TextBlock(text=transcript),)),)
     )
     try:
-        summary = await _drain(invoke, conversation, options or StreamOptions())
+        summary = await _drain(invoke, conversation, options)
     except CondensationError:
         raise
     except ValidationError as exc:
@@ -221,7 +243,177 @@ async def summarize(
         raise CondensationError(f"the model call failed: {exc!r}") from exc
     if not summary.strip():
         raise CondensationError("the model returned an empty summary")
+    return summary
+
+
+def _summary_turn(summary: str) -> Turn:
     return Turn(role="user", blocks=(TextBlock(text=f"{SUMMARY_HEADING}\n{summary}"),))
+
+
+def _turn_groups(messages: Sequence[TurnLike]) -> list[list[TurnLike]]:
+    """Consecutive turns split where `find_cut_point` may cut: never before a tool_result turn."""
+    groups: list[list[TurnLike]] = []
+    for turn in messages:
+        if groups and _has_tool_result(turn):
+            groups[-1].append(turn)
+        else:
+            groups.append([turn])
+    return groups
+
+
+def _transcript_room(budget_tokens: int, system: str) -> int:
+    """The transcript length (UTF-16 units) a request under `system` may have within budget."""
+    system_tokens = math.ceil(_utf16_length(system) / CHARS_PER_TOKEN)
+    return CHARS_PER_TOKEN * (budget_tokens - TOKENS_PER_TURN - system_tokens)
+
+
+def minimum_budget() -> int:
+    """The smallest `budget_tokens` that `summarize` accepts: either preamble plus some room."""
+    longest = max(_utf16_length(DISTILL_PREAMBLE), _utf16_length(MERGE_PREAMBLE))
+    return math.ceil(longest / CHARS_PER_TOKEN) + TOKENS_PER_TURN + MIN_TRANSCRIPT_TOKENS
+
+
+def _unit_prefix(text: str, units: int) -> str:
+    """The longest prefix of `text` that is at most `units` UTF-16 code units long."""
+    if text.isascii():
+        return text[:units]
+    used = 0
+    for index, char in enumerate(text):
+        used += 2 if ord(char) > 0xFFFF else 1
+        if used > units:
+            return text[:index]
+    return text
+
+
+def _omission(count: int) -> str:
+    return f"\n[... {count} characters omitted ...]\n"
+
+
+def _fit_text(text: str, limit: int) -> str:
+    """`text` if it is at most `limit` UTF-16 units, else its start and end around a marker.
+
+    The marker (`[... N characters omitted ...]`) says how many units were cut; the result is
+    never longer than `limit`, which must leave room for the marker itself.
+    """
+    total = _utf16_length(text)
+    if total <= limit:
+        return text
+    keep = limit - _utf16_length(_omission(total))
+    if keep < 0:
+        raise ValueError(f"a limit of {limit} characters cannot hold the omission marker")
+    head = _unit_prefix(text, (keep + 1) // 2)
+    tail = _unit_prefix(text[::-1], keep // 2)[::-1]
+    omitted = total - _utf16_length(head) - _utf16_length(tail)
+    return f"{head}{_omission(omitted)}{tail}"
+
+
+def _pack(pieces: Sequence[str], limit: int) -> list[list[str]]:
+    """Consecutive pieces in as few runs as greedily fit `limit` units once joined.
+
+    Every piece must fit alone; there is always at least one run.
+    """
+    runs: list[list[str]] = [[]]
+    size = 0
+    for piece in pieces:
+        length = _utf16_length(piece)
+        if runs[-1] and size + len(_SEPARATOR) + length > limit:
+            runs.append([])
+        size = size + len(_SEPARATOR) + length if runs[-1] else length
+        runs[-1].append(piece)
+    return runs
+
+
+async def _summarize_chunks(
+    messages: Sequence[TurnLike], invoke: ModelInvoker, options: StreamOptions, budget: int
+) -> list[str]:
+    """One summary per chunk of whole turn groups that fits `budget`; an oversized group is cut."""
+    room = _transcript_room(budget, DISTILL_PREAMBLE)
+    pieces = [_fit_text(render_transcript(group), room) for group in _turn_groups(messages)]
+    return [
+        await _distill(invoke, DISTILL_PREAMBLE, _SEPARATOR.join(run), options)
+        for run in _pack(pieces, room)
+    ]
+
+
+async def _merge_round(
+    summaries: Sequence[str], invoke: ModelInvoker, options: StreamOptions, budget: int
+) -> list[str]:
+    """Consecutive summaries merged, as many per request as fit; a lone one passes through.
+
+    Each is cut to half the room first, so any two fit one request and every run but the
+    last holds two or more: each round at least halves the count, and the rounds end.
+    """
+    room = _transcript_room(budget, MERGE_PREAMBLE)
+    share = (room - len(_SEPARATOR)) // 2
+    pieces = [_fit_text(render_transcript([_summary_turn(text)]), share) for text in summaries]
+    merged: list[str] = []
+    start = 0
+    for run in _pack(pieces, room):
+        if len(run) == 1:
+            merged.append(summaries[start])
+        else:
+            transcript = _SEPARATOR.join(run)
+            merged.append(await _distill(invoke, MERGE_PREAMBLE, transcript, options))
+        start += len(run)
+    return merged
+
+
+async def _distill_bounded(
+    messages: Sequence[TurnLike], invoke: ModelInvoker, options: StreamOptions, budget: int
+) -> str:
+    """Summarize chunks that fit `budget`, then merge their summaries until one remains."""
+    summaries = await _summarize_chunks(messages, invoke, options, budget)
+    while len(summaries) > 1:
+        summaries = await _merge_round(summaries, invoke, options, budget)
+    return summaries[0]
+
+
+async def summarize(
+    messages: Sequence[TurnLike],
+    invoke: ModelInvoker,
+    options: StreamOptions | None = None,
+    *,
+    budget_tokens: int | None = None,
+) -> Turn:
+    """Distill turns into one user-role turn headed `[condensed earlier context]`.
+
+    Args:
+        messages: the turns to condense.
+        invoke: the summarizing model.
+        options: passed to every model call.
+        budget_tokens: the most tokens one request may hold (its transcript turn plus the
+            preamble, by `estimate_context_tokens`); larger input is summarized in chunks of
+            whole turns (a tool_result stays with its call; a turn too large alone is cut) and
+            the chunk summaries merged. None: one request, however large.
+
+    Raises:
+        CondensationError: a model call reported an error, raised, or returned an empty summary;
+            or `budget_tokens` is below `minimum_budget()`.
+    """
+    options = options or StreamOptions()
+    if budget_tokens is None:
+        summary = await _distill(invoke, DISTILL_PREAMBLE, render_transcript(messages), options)
+        return _summary_turn(summary)
+    if budget_tokens < minimum_budget():
+        raise CondensationError(
+            f"a budget of {budget_tokens} tokens cannot hold the summarizing prompt; "
+            f"give at least {minimum_budget()}"
+        )
+    return _summary_turn(await _distill_bounded(messages, invoke, options, budget_tokens))
+
+
+def _reply_reserve(model: ModelCard) -> int:
+    """Tokens kept free for the summary: the card's output limit (or a quarter of the window),
+    at most half the window."""
+    wanted = model.max_output_tokens or model.context_window // REPLY_SHARE
+    return min(wanted, model.context_window // 2)
+
+
+def request_budget(model: ModelCard) -> int | None:
+    """The tokens a summarizing request may hold on this card; None when the window is too
+    small to hold the preamble and a reply (such a card is treated as unbounded)."""
+    budget = model.context_window - _reply_reserve(model)
+    return budget if budget >= minimum_budget() else None
 
 
 async def compact(
@@ -232,13 +424,17 @@ async def compact(
 ) -> Sequence[TurnLike]:
     """`[summary, *tail]`, or `messages` itself when there is nothing to condense.
 
-    The model card is reserved, as in the original. On error the exception propagates and
-    `messages` is untouched.
+    `model` is the summarizing model's card: every request fits its window with room for the
+    reply (see `summarize`'s `budget_tokens`), and the calls carry its id and reply limit. A
+    window too small to hold even the preamble is treated as unknown: one request, as before.
+    On error the exception propagates and `messages` is untouched.
     """
-    del model
     policy = cfg or CompactionPolicy()
     cut = find_cut_point(messages, policy.keep_recent)
     if cut == 0:
         return messages
-    summary = await summarize(messages[:cut], invoke)
+    budget = request_budget(model)
+    reply = model.max_output_tokens if budget is None else model.context_window - budget
+    options = StreamOptions(model=model.id, max_output_tokens=reply)
+    summary = await summarize(messages[:cut], invoke, options, budget_tokens=budget)
     return [summary, *messages[cut:]]

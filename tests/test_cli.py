@@ -80,9 +80,9 @@ def test_db_current_json(sqlite_url: str) -> None:
     assert json.loads(stdout) == {"current": None, "head": head_revision(), "up_to_date": False}
 
 
-def test_demo_builds_sessions_and_is_repeatable(sqlite_url: str) -> None:
+def test_demo_builds_sessions_and_is_repeatable(sqlite_url: str, tmp_path: Path) -> None:
     for _ in range(2):
-        code, stdout, _ = invoke(sqlite_url, "demo")
+        code, stdout, _ = invoke(sqlite_url, "demo", "--workdir", str(tmp_path))
         assert code == 0, stdout
     assert "demo-config-parser" in stdout
     assert "◀ head" in stdout

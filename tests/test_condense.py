@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import asyncio
+import copy
+import re
 from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -14,6 +16,7 @@ from memstore import (
     Conversation,
     ModelCard,
     StreamDone,
+    StreamError,
     StreamEvent,
     StreamOptions,
     StreamTextDelta,
@@ -24,10 +27,11 @@ from memstore import (
     estimate_context_tokens,
     find_cut_point,
     parse_turn,
+    render_transcript,
     should_compact,
     summarize,
 )
-from memstore.condense import DISTILL_PREAMBLE
+from memstore.condense import DISTILL_PREAMBLE, MERGE_PREAMBLE, minimum_budget, request_budget
 
 from .conftest import LEGACY_FILES, expected_for, read_vectors
 from .legacy import read_legacy_session
@@ -211,3 +215,198 @@ def test_compact_propagates_errors_and_leaves_the_history_alone() -> None:
             )
         )
     assert turns == before
+
+
+# --- bounded input: chunks that fit the summarizing model's window -----------------------------
+
+CARD = ModelCard(id="summarizer", context_window=2000, max_output_tokens=200)
+BUDGET = CARD.context_window - 200
+
+
+def utf16(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
+
+
+def request_tokens(conversation: Conversation) -> int:
+    """A request's size as the brief defines it: its turns plus the system preamble."""
+    return estimate_context_tokens(conversation.turns) + -(-utf16(conversation.system or "") // 4)
+
+
+class Recorder:
+    """Answers request n with `reply(n)` (or fails at `fail_at`) and records every request."""
+
+    def __init__(self, reply: Any = "summary {n}", fail_at: int | None = None) -> None:
+        self.reply = reply
+        self.fail_at = fail_at
+        self.calls: list[tuple[Conversation, StreamOptions]] = []
+
+    def __call__(self, conversation: Conversation, options: StreamOptions) -> Any:
+        self.calls.append((conversation, options))
+        return self._stream(len(self.calls) - 1)
+
+    async def _stream(self, n: int) -> AsyncIterator[StreamEvent]:
+        if n == self.fail_at:
+            yield StreamError(message=f"call {n} failed")
+            return
+        yield done(self.reply.format(n=n) if isinstance(self.reply, str) else self.reply(n))
+
+    def transcripts(self, system: str | None = None) -> list[str]:
+        return [
+            conversation.turns[0].to_json()["blocks"][0]["text"]
+            for conversation, _ in self.calls
+            if system is None or conversation.system == system
+        ]
+
+    def assert_every_request_fits(self, card: ModelCard = CARD) -> None:
+        assert self.calls
+        for conversation, options in self.calls:
+            assert options.model == card.id
+            assert options.max_output_tokens is not None
+            assert request_tokens(conversation) <= card.context_window - options.max_output_tokens
+
+
+def said(n: int, size: int) -> dict[str, Any]:
+    role = "user" if n % 2 == 0 else "assistant"
+    text = f"turn-{n} " + "lorem ipsum " * (size // 12)
+    return {"role": role, "blocks": [{"kind": "text", "text": text}]}
+
+
+def long_history(turns: int = 64, size: int = 1400) -> list[TurnLike]:
+    return [said(n, size) for n in range(turns)]
+
+
+def run_compact(turns: Sequence[TurnLike], model: Any, card: ModelCard = CARD) -> Sequence[Any]:
+    return asyncio.run(compact(turns, card, CompactionPolicy(keep_recent=4), model))
+
+
+def test_a_prefix_ten_windows_long_is_condensed_in_chunks_then_merged() -> None:
+    turns = long_history()
+    prefix = turns[:-4]
+    assert estimate_context_tokens(prefix) > 10 * CARD.context_window
+    model = Recorder()
+    result = run_compact(turns, model)
+    model.assert_every_request_fits()
+    chunks = model.transcripts(DISTILL_PREAMBLE)
+    merges = model.transcripts(MERGE_PREAMBLE)
+    assert len(chunks) >= 10
+    assert len(merges) == 1
+    assert model.calls[-1][0].system == MERGE_PREAMBLE
+    # Whole turns, in order, each in exactly one chunk: the chunks are the transcript, cut.
+    assert "\n\n".join(chunks) == render_transcript(prefix)
+    assert all(chunk.startswith(("[user]\n", "[assistant]\n")) for chunk in chunks)
+    for n in range(len(chunks)):
+        assert f"summary {n}" in merges[0]
+    last = len(model.calls) - 1
+    assert result[0].to_json()["blocks"][0]["text"] == f"{SUMMARY_HEADING}\nsummary {last}"
+    assert result[1:] == turns[-4:]
+
+
+@pytest.mark.parametrize("reply_chars", [2500, 20_000], ids=["long", "larger-than-window"])
+def test_summaries_too_long_to_merge_at_once_are_merged_in_rounds(reply_chars: int) -> None:
+    model = Recorder(lambda n: f"summary {n} " + "x" * reply_chars)
+    result = run_compact(long_history(), model)
+    model.assert_every_request_fits()
+    merges = model.transcripts(MERGE_PREAMBLE)
+    assert len(merges) >= 3  # more than one round
+    assert all(merge.count(SUMMARY_HEADING) >= 2 for merge in merges)  # a lone one waits
+    assert model.calls[-1][0].system == MERGE_PREAMBLE
+    assert result[0].to_json()["blocks"][0]["text"].startswith(SUMMARY_HEADING)
+    if reply_chars > CARD.context_window * 4:
+        assert all("characters omitted" in merge for merge in merges)
+
+
+@pytest.mark.parametrize("filler", ["x", "😀"], ids=["ascii", "astral"])
+def test_a_turn_too_large_alone_is_cut_with_a_marker(filler: str) -> None:
+    big = user("START " + filler * 50_000 + " END")
+    turns: list[TurnLike] = [user("before"), big, user("after"), *long_history(4, 40)]
+    model = Recorder()
+    run_compact(turns, model)
+    model.assert_every_request_fits()
+    cut = [chunk for chunk in model.transcripts(DISTILL_PREAMBLE) if "characters omitted" in chunk]
+    assert len(cut) == 1
+    (chunk,) = cut
+    assert chunk.startswith("[user]\nSTART ")
+    assert chunk.endswith(" END")
+    head, marker, tail = re.split(r"(\n\[\.\.\. \d+ characters omitted \.\.\.\]\n)", chunk)
+    omitted = int(re.findall(r"\d+", marker)[0])
+    assert utf16(head) + omitted + utf16(tail) == utf16(render_transcript([big]))
+    assert "[user]\nbefore" in model.transcripts()[0]
+
+
+def big_exchange(n: int) -> list[dict[str, Any]]:
+    call = {"kind": "tool_call", "id": f"c{n}", "name": "ls", "input": {"path": f"/d{n}"}}
+    result = {"kind": "tool_result", "callId": f"c{n}", "output": "entry " * 150}
+    return [{"role": "assistant", "blocks": [call]}, {"role": "user", "blocks": [result]}]
+
+
+def test_a_tool_call_and_its_result_are_never_split_across_chunks() -> None:
+    turns: list[TurnLike] = [user("list every directory")]
+    for n in range(40):
+        turns += big_exchange(n)
+    turns += long_history(4, 40)
+    model = Recorder()
+    run_compact(turns, model)
+    model.assert_every_request_fits()
+    chunks = model.transcripts(DISTILL_PREAMBLE)
+    assert len(chunks) > 3
+    assert "\n\n".join(chunks) == render_transcript(turns[:-4])
+    for chunk in chunks:
+        results = re.findall(r"<- tool result \[(c\d+)\]", chunk)
+        calls = re.findall(r"-> tool call ls \[(c\d+)\]", chunk)
+        assert results == calls
+
+
+def test_a_failure_in_any_chunk_raises_and_leaves_the_history_alone() -> None:
+    turns = long_history()
+    before = copy.deepcopy(turns)
+    clean = Recorder()
+    run_compact(turns, clean)
+    total = len(clean.calls)
+    for fail_at in (0, total // 2, total - 1):
+        model = Recorder(fail_at=fail_at)
+        with pytest.raises(CondensationError, match=f"call {fail_at} failed"):
+            run_compact(turns, model)
+        assert len(model.calls) == fail_at + 1
+        assert turns == before
+
+
+def test_a_budget_that_fits_everything_makes_the_one_call_summarize_makes() -> None:
+    turns = long_history(6, 100)
+    bounded, unbounded = Recorder(), Recorder()
+    asyncio.run(summarize(turns, bounded, budget_tokens=BUDGET))
+    asyncio.run(summarize(turns, unbounded))
+    assert bounded.calls == unbounded.calls
+    assert len(bounded.calls) == 1
+
+
+def test_a_budget_too_small_for_the_preamble_is_refused() -> None:
+    model = Recorder()
+    with pytest.raises(CondensationError, match="cannot hold the summarizing prompt"):
+        asyncio.run(summarize([user("x")], model, budget_tokens=minimum_budget() - 1))
+    assert model.calls == []
+
+
+@pytest.mark.parametrize(
+    ("card", "reply"),
+    [
+        (ModelCard(id="a", context_window=100_000, max_output_tokens=4096), 4096),
+        (ModelCard(id="b", context_window=100_000), 25_000),
+        (ModelCard(id="c", context_window=100_000, max_output_tokens=300_000), 50_000),
+    ],
+    ids=["card-limit", "quarter-window", "at-most-half"],
+)
+def test_compact_passes_the_model_and_its_reply_room(card: ModelCard, reply: int) -> None:
+    model = Recorder()
+    run_compact(long_history(10, 40), model, card)
+    ((_, options),) = model.calls
+    assert options == StreamOptions(model=card.id, max_output_tokens=reply)
+    assert request_budget(card) == card.context_window - reply
+
+
+def test_a_window_too_small_for_the_preamble_is_one_unbounded_call() -> None:
+    card = ModelCard(id="tiny", context_window=100, max_output_tokens=10)
+    assert request_budget(card) is None
+    model = Recorder()
+    run_compact(long_history(10, 40), model, card)
+    ((_, options),) = model.calls
+    assert options == StreamOptions(model="tiny", max_output_tokens=10)

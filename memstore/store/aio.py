@@ -16,7 +16,7 @@ from sqlalchemy.engine import URL, Engine
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from memstore.graph import SessionGraph
-from memstore.store import plans, search, transfer
+from memstore.store import compaction, plans, search, transfer
 from memstore.store.engine import (
     ASYNC_DRIVERS,
     BUSY_TIMEOUT_SECONDS,
@@ -36,7 +36,16 @@ from memstore.store.readonly import QueryResult, run_read_only
 from memstore.store.search import SearchHit
 from memstore.store.sync import drive as sync_drive
 from memstore.store.transfer import ImportReport, Progress
-from memstore.types import Migrator, SessionNode, Turn, TurnLike
+from memstore.types import (
+    Clock,
+    CompactionPolicy,
+    Migrator,
+    ModelCard,
+    ModelInvoker,
+    SessionNode,
+    Turn,
+    TurnLike,
+)
 
 __all__ = ["AsyncSessionHandle", "AsyncSessionStore", "create_async_store_engine"]
 
@@ -204,6 +213,26 @@ class AsyncSessionStore:
         """See `SessionStore.fork_session`."""
         plan = plans.fork_session(source_id, leaf, new_id)
         return await self._run(plan, write=True, action=f"forking session {source_id!r}")
+
+    async def compact_session(
+        self,
+        session_id: str,
+        model_card: ModelCard,
+        invoker: ModelInvoker,
+        policy: CompactionPolicy | None = None,
+        *,
+        clock: Clock | None = None,
+    ) -> compaction.CompactionResult:
+        """See `SessionStore.compact_session`."""
+        read = compaction.read_head_path(session_id)
+        head, path = await self._run(read, write=False, action=f"reading session {session_id!r}")
+        draft = await compaction.draft_branch(
+            session_id, head, path, model_card, invoker, policy, clock
+        )
+        if draft.nodes:
+            branch = compaction.append_branch(self.dialect, session_id, draft.nodes, head)
+            await self._run(branch, write=True, action=f"compacting session {session_id!r}")
+        return draft.result
 
     async def _run_blocking(self, plan: Plan[T], *, write: bool, action: str) -> T:
         """Drive a plan that does file I/O as it goes (import, export) on the sync side of the

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -12,7 +13,7 @@ from sqlalchemy import Connection, Engine
 from sqlalchemy.engine import URL
 
 from memstore.graph import SessionGraph
-from memstore.store import plans, search, transfer
+from memstore.store import compaction, plans, search, transfer
 from memstore.store.engine import DEFAULT_URL, WRITE, create_store_engine
 from memstore.store.errors import translate_database_errors
 from memstore.store.files import atomic_text_file
@@ -22,7 +23,16 @@ from memstore.store.plans import UNSET, Plan, SessionInfo, StoreStats, Unset, as
 from memstore.store.readonly import QueryResult, run_read_only
 from memstore.store.search import SearchHit
 from memstore.store.transfer import ImportReport, Progress
-from memstore.types import Migrator, SessionNode, Turn, TurnLike
+from memstore.types import (
+    Clock,
+    CompactionPolicy,
+    Migrator,
+    ModelCard,
+    ModelInvoker,
+    SessionNode,
+    Turn,
+    TurnLike,
+)
 
 __all__ = ["SessionHandle", "SessionStore"]
 
@@ -196,6 +206,45 @@ class SessionStore:
         """
         plan = plans.fork_session(source_id, leaf, new_id)
         return self._run(plan, write=True, action=f"forking session {source_id!r}")
+
+    def compact_session(
+        self,
+        session_id: str,
+        model_card: ModelCard,
+        invoker: ModelInvoker,
+        policy: CompactionPolicy | None = None,
+        *,
+        clock: Clock | None = None,
+    ) -> compaction.CompactionResult:
+        """Condense the head's path onto a new branch: a summary root node, then the kept tail.
+
+        The summary turn records what it condensed under `memstore.condensed`; the head moves
+        to the new branch and the old branch stays loadable. The model is called between two
+        transactions; the branch is written in one, only if the head is still the one read.
+        The model runs on an event loop of its own: inside a running loop, use
+        AsyncSessionStore.
+
+        Args:
+            session_id: the session to compact.
+            model_card: the summarizing model: requests are sized to its window.
+            invoker: the summarizing model's invoker.
+            policy: how many recent turns to keep verbatim (default `CompactionPolicy()`).
+            clock: the new nodes' `created_at` (epoch ms); default the system clock.
+
+        Raises:
+            UnknownSessionError: there is no such session.
+            CondensationError: the model could not produce a summary; nothing was written.
+            HeadMovedError: another writer moved the head meanwhile; nothing was written.
+        """
+        read = compaction.read_head_path(session_id)
+        head, path = self._run(read, write=False, action=f"reading session {session_id!r}")
+        draft = asyncio.run(
+            compaction.draft_branch(session_id, head, path, model_card, invoker, policy, clock)
+        )
+        if draft.nodes:
+            branch = compaction.append_branch(self.dialect, session_id, draft.nodes, head)
+            self._run(branch, write=True, action=f"compacting session {session_id!r}")
+        return draft.result
 
     def import_jsonl(
         self,

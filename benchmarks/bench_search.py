@@ -1,0 +1,132 @@
+"""Full-text search latency over 100,000 turns (SQLite FTS5, optionally PostgreSQL).
+
+Builds sessions of varied turns (a vocabulary of a few thousand words, tool calls and results),
+imports them, then times single-word, two-word and session-scoped queries. Goal: the median
+query on SQLite under 20 ms.
+
+    python benchmarks/bench_search.py [--turns 100000] [--postgres URL]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from memstore import SessionStore, jsjson
+from memstore.hashing import hash_node_text
+from memstore.jsonl import head_line, node_line
+
+GOAL_MS = 20.0
+SESSION_TURNS = 500
+
+
+def vocabulary(rng: random.Random, size: int = 4000) -> list[str]:
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    return ["".join(rng.choices(letters, k=rng.randint(3, 10))) for _ in range(size)]
+
+
+def sentence(rng: random.Random, words: list[str], length: int) -> str:
+    # A Zipf-like choice: a few words are common, most are rare, as in real text.
+    return " ".join(
+        words[min(int(rng.paretovariate(1.1)) - 1, len(words) - 1)] for _ in range(length)
+    )
+
+
+def turn(rng: random.Random, words: list[str], i: int) -> dict[str, object]:
+    if i % 3 == 1:
+        return {
+            "role": "assistant",
+            "blocks": [
+                {"kind": "thinking", "text": sentence(rng, words, 25)},
+                {
+                    "kind": "tool_call",
+                    "id": f"c{i}",
+                    "name": rng.choice(["grep", "read_file", "bash"]),
+                    "input": {"query": sentence(rng, words, 4)},
+                },
+            ],
+        }
+    if i % 3 == 2:
+        output = sentence(rng, words, 40)
+        return {
+            "role": "user",
+            "blocks": [{"kind": "tool_result", "callId": f"c{i - 1}", "output": output}],
+        }
+    return {"role": "user", "blocks": [{"kind": "text", "text": sentence(rng, words, 30)}]}
+
+
+def write_corpus(root: Path, turns: int, rng: random.Random, words: list[str]) -> None:
+    for session in range(turns // SESSION_TURNS):
+        parent: str | None = None
+        with (root / f"s{session:04d}.jsonl").open("w", encoding="utf-8", newline="") as out:
+            for i in range(SESSION_TURNS):
+                turn_json = jsjson.dumps(turn(rng, words, i))
+                created_at = 1_767_225_600_000 + i * 1000
+                node_id = hash_node_text(parent, turn_json.encode(), created_at)
+                out.write(node_line(node_id, parent, turn_json, created_at) + head_line(node_id))
+                parent = node_id
+
+
+def measure(store: SessionStore, queries: list[tuple[str, str | None]]) -> list[float]:
+    store.search(queries[0][0])  # warm the cache once
+    timings = []
+    hits = 0
+    for query, session in queries:
+        start = time.perf_counter()
+        hits += len(store.search(query, session_id=session, limit=20))
+        timings.append((time.perf_counter() - start) * 1000)
+    print(f"{hits / len(queries):.1f} hits per query on average (limit 20)")
+    return timings
+
+
+def report(name: str, timings: list[float]) -> float:
+    median = statistics.median(timings)
+    p95 = statistics.quantiles(timings, n=20)[-1]
+    print(f"{name:12} median {median:6.2f} ms   p95 {p95:6.2f} ms   max {max(timings):6.2f} ms")
+    return median
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=100_000)
+    parser.add_argument("--postgres", help="also measure this PostgreSQL database")
+    args = parser.parse_args()
+    rng = random.Random(7)
+    words = vocabulary(rng)
+    sessions = [f"s{n:04d}" for n in range(args.turns // SESSION_TURNS)]
+    # Words that occur (the text is Zipf-distributed over the vocabulary): common and rarer.
+    queries: list[tuple[str, str | None]] = [(rng.choice(words[:400]), None) for _ in range(40)]
+    queries += [(f"{rng.choice(words[:30])} {rng.choice(words[:400])}", None) for _ in range(40)]
+    queries += [(rng.choice(words[:400]), rng.choice(sessions)) for _ in range(40)]
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        (root / "corpus").mkdir()
+        write_corpus(root / "corpus", args.turns, rng, words)
+        store = SessionStore(f"sqlite:///{root / 'search.db'}")
+        started = time.perf_counter()
+        store.import_jsonl(root / "corpus")
+        print(
+            f"{args.turns} turns in {len(sessions)} sessions, imported in "
+            f"{time.perf_counter() - started:.1f} s"
+        )
+        median = report("SQLite", measure(store, queries))
+        store.close()
+        if args.postgres:
+            pg = SessionStore(args.postgres)
+            for session in sessions:
+                pg.delete_session(session)
+            pg.import_jsonl(root / "corpus")
+            report("PostgreSQL", measure(pg, queries))
+            for session in sessions:
+                pg.delete_session(session)
+            pg.close()
+    print(f"goal: SQLite median under {GOAL_MS} ms: {'met' if median < GOAL_MS else 'MISSED'}")
+    return 0 if median < GOAL_MS else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

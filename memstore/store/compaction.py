@@ -1,0 +1,159 @@
+"""Compacting a stored session: its head's path condensed onto a new branch, the old one kept.
+
+The summary becomes a new root node and the kept tail is re-appended after it; the head moves to
+the new branch's last node. The model is called between a read and a write transaction, never
+inside one; the write is a compare-and-set against the head that was read, so a concurrent
+writer makes it fail with HeadMovedError and nothing is appended.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import select
+
+from memstore.condense import compact, estimate_context_tokens
+from memstore.errors import UnknownSessionError
+from memstore.graph import SessionGraph
+from memstore.store import plans
+from memstore.store.plans import Plan
+from memstore.store.tables import sessions
+from memstore.types import (
+    Clock,
+    CompactionPolicy,
+    ModelCard,
+    ModelInvoker,
+    SessionNode,
+    Turn,
+    parse_turn,
+)
+
+__all__ = ["CompactionDraft", "CompactionResult", "append_branch", "draft_branch", "read_head_path"]
+
+METADATA_KEY = "memstore"
+"""The extra key of a summary turn that records what it condensed, under `condensed`."""
+
+
+@dataclass(frozen=True)
+class CompactionResult:
+    """What `compact_session` did: the heads before and after, and what was condensed.
+
+    `changed` is False when there was nothing to condense; then nothing was appended, the
+    heads are equal and `summary_node_id` is None.
+    """
+
+    session_id: str
+    previous_head: str | None
+    new_head: str | None
+    summary_node_id: str | None
+    condensed_turns: int
+    kept_turns: int
+    tokens_before: int
+    tokens_after: int
+    changed: bool
+
+
+@dataclass(frozen=True)
+class CompactionDraft:
+    """The result to report and the nodes of the new branch (empty: nothing to append)."""
+
+    result: CompactionResult
+    nodes: tuple[SessionNode, ...]
+
+
+def read_head_path(session_id: str) -> Plan[tuple[str | None, list[SessionNode]]]:
+    """The session's head and the nodes from the root to it.
+
+    Raises:
+        UnknownSessionError: there is no such session.
+    """
+    row = (yield select(sessions.c.head).where(sessions.c.id == session_id)).first()
+    if row is None:
+        raise UnknownSessionError(f"no session {session_id!r}")
+    if row.head is None:
+        return None, []
+    path = yield from plans.load_path_nodes(session_id, row.head)
+    return row.head, path
+
+
+def _unchanged(session_id: str, head: str | None, turns: Sequence[Turn]) -> CompactionDraft:
+    tokens = estimate_context_tokens(turns)
+    result = CompactionResult(
+        session_id=session_id,
+        previous_head=head,
+        new_head=head,
+        summary_node_id=None,
+        condensed_turns=0,
+        kept_turns=len(turns),
+        tokens_before=tokens,
+        tokens_after=tokens,
+        changed=False,
+    )
+    return CompactionDraft(result, ())
+
+
+def _marked(summary: Turn, condensed: dict[str, object]) -> Turn:
+    """The summary turn with a record of what it condensed, under `memstore.condensed`."""
+    wire = summary.to_json()
+    return Turn.model_validate({**wire, METADATA_KEY: {"condensed": condensed}})
+
+
+async def draft_branch(
+    session_id: str,
+    head: str | None,
+    path: Sequence[SessionNode],
+    model_card: ModelCard,
+    invoker: ModelInvoker,
+    policy: CompactionPolicy | None = None,
+    clock: Clock | None = None,
+) -> CompactionDraft:
+    """Condense `path` with `compact` and build the new branch's nodes (no I/O but the model).
+
+    Raises:
+        CondensationError: the model could not produce a summary.
+    """
+    turns = [node.turn for node in path]
+    condensed = await compact(turns, model_card, policy, invoker)
+    if head is None or condensed is turns:
+        return _unchanged(session_id, head, turns)
+    summary, *tail = (parse_turn(turn) for turn in condensed)
+    cut = len(path) - len(tail)
+    before = estimate_context_tokens(turns)
+    after = estimate_context_tokens([summary, *tail])
+    record: dict[str, object] = {
+        "cutNodeId": path[cut].id if tail else None,
+        "fromNodeId": head,
+        "condensedTurns": cut,
+        "tokensBefore": before,
+        "tokensAfter": after,
+    }
+    graph = SessionGraph(session_id, clock)
+    nodes = tuple(graph.append(turn) for turn in (_marked(summary, record), *tail))
+    result = CompactionResult(
+        session_id=session_id,
+        previous_head=head,
+        new_head=nodes[-1].id,
+        summary_node_id=nodes[0].id,
+        condensed_turns=cut,
+        kept_turns=len(tail),
+        tokens_before=before,
+        tokens_after=after,
+        changed=True,
+    )
+    return CompactionDraft(result, nodes)
+
+
+def append_branch(
+    dialect: str, session_id: str, nodes: Sequence[SessionNode], expected_head: str | None
+) -> Plan[str | None]:
+    """Append `nodes` (a chain, root first) in one transaction if the head is `expected_head`.
+
+    Raises:
+        HeadMovedError: another writer moved the head; nothing is appended.
+    """
+    head = expected_head
+    for node in nodes:
+        yield from plans.append_node(dialect, session_id, node, head)
+        head = node.id
+    return head
