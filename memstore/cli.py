@@ -32,6 +32,7 @@ from memstore.store.files import atomic_text_file
 from memstore.store.migrate import head_revision
 from memstore.store.transfer import FileImport, import_targets
 from memstore.terminal import format_time, render_transcript, render_tree
+from memstore.types import CompactionPolicy, ModelCard, ModelInvoker
 
 __all__ = ["app", "main"]
 
@@ -436,6 +437,67 @@ def stats(
     for name, calls in totals.top_tools:
         table.add_row(escape(name), str(calls))
     out.print(table)
+
+
+class InvokerChoice(enum.StrEnum):
+    """Which model `memstore compact` calls."""
+
+    EXTRACTIVE = "extractive"
+    OPENAI = "openai"
+    ANTHROPIC = "anthropic"
+
+
+def _invoker(choice: InvokerChoice, model: str, base_url: str | None) -> ModelInvoker:
+    from memstore import invokers
+
+    if choice is InvokerChoice.OPENAI:
+        return invokers.openai_compatible(base_url, model)
+    if choice is InvokerChoice.ANTHROPIC:
+        return invokers.anthropic(model, base_url=base_url)
+    return invokers.extractive()
+
+
+@app.command()
+def compact(
+    ctx: typer.Context,
+    session: Annotated[str, typer.Argument(help="The session whose head path to condense.")],
+    invoker: Annotated[
+        InvokerChoice,
+        typer.Option(
+            help="extractive: offline, no model; openai: any OpenAI-compatible "
+            "endpoint (OPENAI_BASE_URL, OPENAI_API_KEY); anthropic: ANTHROPIC_API_KEY."
+        ),
+    ] = InvokerChoice.EXTRACTIVE,
+    model: Annotated[str, typer.Option(help="The summarizing model's id.")] = "extractive",
+    window: Annotated[int, typer.Option(help="The model's context window, in tokens.")] = 128_000,
+    max_output: Annotated[
+        int | None, typer.Option(help="Tokens to reserve for the model's reply.")
+    ] = None,
+    base_url: Annotated[str | None, typer.Option(help="The API's base URL.")] = None,
+    keep_recent: Annotated[int, typer.Option(help="Trailing turns kept verbatim.")] = 8,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Condense a session's head path into a new branch: a summary, then the kept tail.
+
+    The old branch stays in place; the head moves to the new branch.
+    """
+    card = ModelCard(id=model, context_window=window, max_output_tokens=max_output)
+    with friendly_store(ctx) as store:
+        chosen = _invoker(invoker, model, base_url)
+        result = store.compact_session(
+            session, card, chosen, CompactionPolicy(keep_recent=keep_recent)
+        )
+    if as_json:
+        emit_json(dataclasses.asdict(result))
+    elif not result.changed:
+        out.print(f"{escape(session)}: nothing to condense (keeping {keep_recent} turns)")
+    else:
+        out.print(
+            f"{escape(session)}: condensed {result.condensed_turns} turns "
+            f"(~{result.tokens_before} -> ~{result.tokens_after} tokens), kept "
+            f"{result.kept_turns}; new head {result.new_head} (previous head "
+            f"{result.previous_head} is still there)"
+        )
 
 
 @app.command()

@@ -268,7 +268,7 @@ def _transcript_room(budget_tokens: int, system: str) -> int:
 
 
 def minimum_budget() -> int:
-    """The smallest `budget_tokens` that `summarize` accepts: either preamble plus some room."""
+    """The smallest `budget_tokens` `summarize` accepts: the longer preamble plus some room."""
     longest = max(_utf16_length(DISTILL_PREAMBLE), _utf16_length(MERGE_PREAMBLE))
     return math.ceil(longest / CHARS_PER_TOKEN) + TOKENS_PER_TURN + MIN_TRANSCRIPT_TOKENS
 
@@ -403,15 +403,13 @@ async def summarize(
 
 
 def _reply_reserve(model: ModelCard) -> int:
-    """Tokens kept free for the summary: the card's output limit (or a quarter of the window),
-    at most half the window."""
+    """Tokens kept free for the reply: the card's output limit or a quarter window, at most half."""
     wanted = model.max_output_tokens or model.context_window // REPLY_SHARE
     return min(wanted, model.context_window // 2)
 
 
 def request_budget(model: ModelCard) -> int | None:
-    """The tokens a summarizing request may hold on this card; None when the window is too
-    small to hold the preamble and a reply (such a card is treated as unbounded)."""
+    """The tokens one summarizing request may hold on this card; None if the window is too small."""
     budget = model.context_window - _reply_reserve(model)
     return budget if budget >= minimum_budget() else None
 

@@ -204,3 +204,19 @@ def test_the_demo_shows_everything_it_promises(sqlite_url: str, tmp_path: Path) 
     assert "byte-identical to the original: True" in stdout
     assert "search: 'upload race'" in stdout
     assert "run_tests" in stdout  # the SQL table
+
+
+def test_compact_makes_a_new_branch_offline(imported: str) -> None:
+    code, stdout, _ = invoke(imported, "compact", "large-session", "--keep-recent", "4", "--json")
+    assert code == 0
+    result = json.loads(stdout)
+    assert result["changed"] is True
+    assert result["previous_head"] == "0ba4d965ed6b683279ad378318db02b1"
+    code, stdout, _ = invoke(imported, "show", "large-session", "--json")
+    path = json.loads(stdout)
+    assert path[0]["turn"]["blocks"][0]["text"].startswith("[condensed earlier context]")
+    assert path[0]["turn"]["memstore"]["condensed"]["fromNodeId"] == result["previous_head"]
+    assert path[-1]["id"] == result["new_head"]
+    code, _, stderr = invoke(imported, "compact", "nope")
+    assert code == 1
+    assert "nope" in stderr

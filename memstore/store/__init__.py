@@ -4,6 +4,7 @@
 extra) runs the same plans on an asyncio engine.
 """
 
+from memstore.store.compaction import CompactionResult
 from memstore.store.engine import DEFAULT_URL, create_store_engine
 from memstore.store.plans import UNSET, SessionInfo
 from memstore.store.sync import SessionHandle, SessionStore
@@ -11,6 +12,7 @@ from memstore.store.sync import SessionHandle, SessionStore
 __all__ = [
     "DEFAULT_URL",
     "UNSET",
+    "CompactionResult",
     "SessionHandle",
     "SessionInfo",
     "SessionStore",
