@@ -23,6 +23,7 @@ from memstore.errors import (
     HeadMovedError,
     InvalidJsonError,
     InvalidSessionIdError,
+    InvokerConfigError,
     JsonlError,
     MemstoreError,
     MigrationError,
@@ -36,7 +37,10 @@ from memstore.graph import SessionGraph
 from memstore.hashing import hash_node
 from memstore.jsonl import JsonlSessionStore
 from memstore.ledger import RunLedger, SnapshotAccumulator
-from memstore.store import SessionHandle, SessionInfo, SessionStore
+from memstore.store import CompactionResult, SessionHandle, SessionInfo, SessionStore
+from memstore.store.plans import StoreStats
+from memstore.store.readonly import QueryResult
+from memstore.store.search import SearchHit
 from memstore.store.transfer import ImportReport
 from memstore.types import (
     AgentConfig,
@@ -111,6 +115,7 @@ __all__ = [
     "Channel",
     "Clock",
     "CompactionPolicy",
+    "CompactionResult",
     "CondensationError",
     "Conversation",
     "DatabaseError",
@@ -121,6 +126,7 @@ __all__ = [
     "ImportReport",
     "InvalidJsonError",
     "InvalidSessionIdError",
+    "InvokerConfigError",
     "JsonlError",
     "JsonlSessionStore",
     "MemstoreError",
@@ -130,11 +136,13 @@ __all__ = [
     "ModelInvoker",
     "NodeConflictError",
     "PendingTool",
+    "QueryResult",
     "RunError",
     "RunEvent",
     "RunLedger",
     "RunPhase",
     "RunSnapshot",
+    "SearchHit",
     "SessionExistsError",
     "SessionGraph",
     "SessionHandle",
@@ -146,6 +154,7 @@ __all__ = [
     "SnapshotAccumulator",
     "SnapshotEvent",
     "StoreError",
+    "StoreStats",
     "StreamDone",
     "StreamError",
     "StreamEvent",

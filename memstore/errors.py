@@ -7,6 +7,7 @@ MemstoreError
 │   ├── UnknownNodeError    a node id the session does not hold
 │   └── BrokenLineageError  a parent link that leads nowhere, or in a circle
 ├── CondensationError       a summary could not be produced; the history is untouched
+├── InvokerConfigError      a model invoker missing a key, a model or a valid URL
 ├── JsonlError              a session file refused, naming the file and line
 └── StoreError              the session store refused an operation
     ├── HeadMovedError      a compare-and-set append lost to another writer
@@ -109,6 +110,10 @@ class QueryError(StoreError):
 
 class MigrationError(StoreError):
     """The database schema could not be brought to the version this memstore needs."""
+
+
+class InvokerConfigError(MemstoreError, ValueError):
+    """An invoker was configured without something it needs: an API key, a model, a valid URL."""
 
 
 class JsonlError(MemstoreError, ValueError):

@@ -6,16 +6,12 @@ import math
 import os
 from urllib.parse import urlsplit
 
-from memstore.errors import MemstoreError
+from memstore.errors import InvokerConfigError
 
 __all__ = ["InvokerConfigError", "api_key_for", "http_url", "positive", "setting"]
 
 # Hosts that refuse every request without a key; anything else (Ollama, vLLM, a proxy) may not.
 KEYED_HOSTS = frozenset({"api.openai.com", "api.anthropic.com"})
-
-
-class InvokerConfigError(MemstoreError, ValueError):
-    """An invoker was configured without something it needs: an API key, a model, a valid URL."""
 
 
 def setting(value: str | None, variable: str, default: str | None = None) -> str | None:
