@@ -321,3 +321,9 @@ def test_bad_urls_are_refused_clearly(tmp_path: Path) -> None:
         SessionStore("sqlite://")
     with pytest.raises(DatabaseError, match="opening the store failed"):
         SessionStore(f"sqlite:///{tmp_path}/no/such/dir/x.db")
+
+
+def test_an_unreachable_database_is_a_clear_error() -> None:
+    with pytest.raises(DatabaseError, match="opening the store failed") as info:
+        SessionStore("postgresql://127.0.0.1:1/nothing")
+    assert "127.0.0.1" in str(info.value)

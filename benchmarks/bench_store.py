@@ -1,0 +1,123 @@
+"""The SQL store against raw sqlite3, as ratios measured in one run.
+
+- durable `append_node` (one commit per append) vs raw `sqlite3` insert + commit of the same
+  rows (same journal mode and synchronous level) — goal <= 2.5x;
+- `load_session` of a 10,000-node session vs raw `SELECT` + `json.loads` — goal <= 2x;
+- `load_path` to a leaf at depth 100 in a 20,000-node session vs `load_session` — goal >= 20x
+  faster.
+
+    python benchmarks/bench_store.py
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import sqlite3
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from memstore import SessionGraph, SessionNode, SessionStore, jsjson
+
+APPENDS = 2000
+
+
+def turn(i: int) -> dict[str, object]:
+    if i % 2:
+        return {
+            "role": "assistant",
+            "blocks": [
+                {"kind": "text", "text": f"Answer {i}: " + "details " * 30},
+                {"kind": "tool_call", "id": f"c{i}", "name": "grep", "input": {"pattern": f"x{i}"}},
+            ],
+        }
+    return {"role": "user", "blocks": [{"kind": "text", "text": f"Question {i}? " + "why " * 20}]}
+
+
+def chain(session_id: str, count: int, branch_every: int = 0) -> list[SessionNode]:
+    """`count` nodes; with `branch_every`, the graph forks every so often (many short branches)."""
+    graph = SessionGraph(session_id, clock=itertools.count(1_767_225_600_000).__next__)
+    for i in range(count):
+        if branch_every and i and i % branch_every == 0:
+            graph.branch_from(graph.all()[i // 2].id)
+        graph.append(turn(i))
+    return graph.all()
+
+
+def timed(action: Callable[[], object], repeat: int = 1) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        action()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def raw_appends(path: Path, nodes: list[SessionNode]) -> None:
+    connection = sqlite3.connect(path, isolation_level=None)
+    connection.execute("PRAGMA journal_mode = WAL")
+    connection.execute("PRAGMA synchronous = NORMAL")
+    connection.execute("CREATE TABLE nodes (session TEXT, id TEXT, parent TEXT, turn TEXT, t INT)")
+    connection.execute("CREATE TABLE heads (session TEXT PRIMARY KEY, leaf TEXT)")
+    for node in nodes:
+        connection.execute("BEGIN IMMEDIATE")
+        connection.execute(
+            "INSERT INTO nodes VALUES (?, ?, ?, ?, ?)",
+            ("s", node.id, node.parent, jsjson.dumps(node.turn.to_json()), node.created_at),
+        )
+        connection.execute("INSERT OR REPLACE INTO heads VALUES ('s', ?)", (node.id,))
+        connection.execute("COMMIT")
+    connection.close()
+
+
+def raw_load(path: Path) -> None:
+    connection = sqlite3.connect(path)
+    rows = connection.execute("SELECT id, parent, turn, t FROM nodes WHERE session = 's'")
+    [(node_id, parent, json.loads(text), t) for node_id, parent, text, t in rows]
+    connection.close()
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        appended = chain("s", APPENDS)
+        floor = timed(lambda: raw_appends(root / "raw.db", appended))
+        store = SessionStore(f"sqlite:///{root / 'store.db'}")
+
+        def append_all() -> None:
+            for node in appended:
+                store.append_node("s", node)
+
+        ours = timed(append_all)
+        rows = [("append_node", floor / APPENDS, ours / APPENDS, ours / floor, "<= 2.5x")]
+
+        big = chain("big", 10_000)
+        raw_appends(root / "raw10k.db", big)
+        for node in big:
+            store.append_node("big", node)
+        floor = timed(lambda: raw_load(root / "raw10k.db"), repeat=3)
+        ours = timed(lambda: store.load_session("big"), repeat=3)
+        rows.append(("load_session 10k", floor, ours, ours / floor, "<= 2x"))
+
+        wide = chain("wide", 20_000, branch_every=150)
+        for node in wide:
+            store.append_node("wide", node)
+        deep = next(n for n in reversed(wide) if len(store.load_path_nodes("wide", n.id)) >= 100)
+        leaf = store.load_path_nodes("wide", deep.id)[99]  # the node at depth 100
+        depth = len(store.load_path_nodes("wide", leaf.id))
+        whole = timed(lambda: store.load_session("wide"), repeat=3)
+        path = timed(lambda: store.load_path("wide", leaf.id), repeat=3)
+        rows.append((f"load_path depth {depth}", whole, path, whole / path, ">= 20x faster"))
+        store.close()
+    print(f"{'':22} {'floor':>12} {'memstore':>12} {'ratio':>8}  goal")
+    for name, floor_time, our_time, ratio, goal in rows:
+        print(
+            f"{name:22} {floor_time * 1e3:10.3f}ms {our_time * 1e3:10.3f}ms {ratio:7.2f}x  {goal}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
