@@ -17,6 +17,7 @@ from sqlalchemy import (
     CursorResult,
     Executable,
     Select,
+    bindparam,
     delete,
     func,
     insert,
@@ -25,7 +26,6 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.sql.dml import Insert
 
 from memstore import jsjson
 from memstore.errors import (
@@ -43,8 +43,8 @@ from memstore.types import SessionNode, Turn, validate_session_id
 __all__ = ["UNSET", "Plan", "SessionInfo", "Step", "StoreStats", "Unset"]
 
 T = TypeVar("T")
-Step: TypeAlias = Executable | tuple[Executable, Sequence[Mapping[str, Any]]]
-"""A statement, or a statement and the parameter rows to execute it with (executemany)."""
+Step: TypeAlias = Executable | tuple[Executable, Mapping[str, Any] | Sequence[Mapping[str, Any]]]
+"""A statement, or a statement and its parameters (a list of rows: executemany)."""
 Plan: TypeAlias = Generator[Step, CursorResult[Any], T]
 
 
@@ -104,30 +104,47 @@ def node_from_row(row: Any) -> SessionNode:
     )
 
 
-def insert_ignoring_duplicates(dialect: str, table: Any, rows: Any) -> Insert:
-    """INSERT that silently skips rows whose key exists (ON CONFLICT DO NOTHING)."""
-    module = postgresql if dialect == "postgresql" else sqlite
-    statement: Insert = module.insert(table).values(rows).on_conflict_do_nothing()
-    return statement
-
-
 def _session_row(session_id: str) -> Select[Any]:
     return select(sessions.c.head).where(sessions.c.id == session_id)
 
 
+# The append path's statements, built once: SQLAlchemy then only binds new parameters, which
+# costs far less than building (and cache-keying) a statement per call.
+_NEW_SESSION = {
+    dialect: module.insert(sessions)
+    .values(
+        id=bindparam("session_id"),
+        head=None,
+        created_at=bindparam("now"),
+        updated_at=bindparam("now"),
+    )
+    .on_conflict_do_nothing()
+    for dialect, module in (("postgresql", postgresql), ("sqlite", sqlite))
+}
+_LOCKED_HEAD = (
+    select(sessions.c.head).where(sessions.c.id == bindparam("session_id")).with_for_update()
+)
+_NODES_BY_ID = select(nodes.c.id, nodes.c.parent_id, nodes.c.turn_json, nodes.c.created_at).where(
+    nodes.c.session_id == bindparam("session_id"),
+    nodes.c.id.in_(bindparam("node_ids", expanding=True)),
+)
+_MOVE_HEAD = (
+    update(sessions)
+    .where(sessions.c.id == bindparam("session_id"))
+    .values(head=bindparam("new_head"), updated_at=bindparam("now"))
+)
+
+
 def ensure_session(dialect: str, session_id: str, now: int) -> Plan[str | None]:
     """Create the session row if missing, lock it against other writers, return its head."""
-    yield insert_ignoring_duplicates(
-        dialect, sessions, {"id": session_id, "head": None, "created_at": now, "updated_at": now}
-    )
-    head: str | None = (yield _session_row(session_id).with_for_update()).scalar_one()
+    new_session = _NEW_SESSION["postgresql" if dialect == "postgresql" else "sqlite"]
+    yield new_session, {"session_id": session_id, "now": now}
+    head: str | None = (yield _LOCKED_HEAD, {"session_id": session_id}).scalar_one()
     return head
 
 
-def _node_rows(session_id: str, node_ids: Iterable[str]) -> Select[Any]:
-    return select(nodes.c.id, nodes.c.parent_id, nodes.c.turn_json, nodes.c.created_at).where(
-        nodes.c.session_id == session_id, nodes.c.id.in_(list(node_ids))
-    )
+def _node_rows(session_id: str, node_ids: Iterable[str]) -> Step:
+    return _NODES_BY_ID, {"session_id": session_id, "node_ids": list(node_ids)}
 
 
 def _same_node(row: Any, node: SessionNode, text: str) -> bool:
@@ -157,8 +174,9 @@ def append_node(
         raise NodeConflictError(
             f"session {session_id!r} already holds node {node.id!r} with different content"
         )
-    yield insert(records).values(session_id=session_id, kind="append", node_id=node.id, raw=None)
-    yield update(sessions).where(sessions.c.id == session_id).values(head=node.id, updated_at=now)
+    record = {"session_id": session_id, "kind": "append", "node_id": node.id, "raw": None}
+    yield insert(records), record
+    yield _MOVE_HEAD, {"session_id": session_id, "new_head": node.id, "now": now}
 
 
 def insert_nodes(session_id: str, new_nodes: Sequence[SessionNode]) -> Plan[None]:
