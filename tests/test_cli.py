@@ -220,3 +220,30 @@ def test_compact_makes_a_new_branch_offline(imported: str) -> None:
     code, _, stderr = invoke(imported, "compact", "nope")
     assert code == 1
     assert "nope" in stderr
+
+
+def test_every_command_runs_in_a_real_process(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'cli.db'}"
+    base = [sys.executable, "-m", "memstore.cli", "--db", db]
+    commands = [
+        ["db", "upgrade"],
+        ["db", "current", "--json"],
+        ["import", str(LEGACY / "branching.jsonl"), "--json"],
+        ["sessions", "--json"],
+        ["tree", "branching", "--json"],
+        ["show", "branching", "--json"],
+        ["search", "crash", "--json"],
+        ["sql", "SELECT count(*) AS n FROM nodes", "--json"],
+        ["stats", "--json"],
+        ["export", "branching", "-o", str(tmp_path / "b.jsonl")],
+        ["export", "--all", "--format", "html", "-o", str(tmp_path / "html")],
+        ["compact", "branching", "--json"],
+        ["demo", "--workdir", str(tmp_path / "demo")],
+        ["db", "downgrade", "base"],
+    ]
+    for command in commands:
+        done = subprocess.run([*base, *command], capture_output=True, text=True, check=False)
+        assert done.returncode == 0, (command, done.stderr)
+        if "--json" in command:
+            json.loads(done.stdout)
+    assert (tmp_path / "b.jsonl").read_bytes() == (LEGACY / "branching.jsonl").read_bytes()
