@@ -455,14 +455,7 @@ def test_a_session_of_200_000_nodes_imports_loads_and_exports(
 @pytest.mark.parametrize(
     "backend",
     [
-        pytest.param(
-            "sqlite",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="SQLite: deleting a session whose path is 1,000+ nodes deep fails with "
-                "'too many levels of trigger recursion' (the parent foreign key cascades)",
-            ),
-        ),
+        "sqlite",
         "postgres",
     ],
 )

@@ -416,8 +416,6 @@ def every_entry_point(store: SessionStore, session_id: str, tmp_path: Path) -> b
         return appended([node])
 
     entry_points = [via_import, via_fork, via_update, via_handle, via_append]
-    if session_id == "":  # import_jsonl takes "" for "the file's name": see the xfail test
-        entry_points.remove(via_import)
     if nul_on_postgres(store, session_id):  # session() reads first: see the xfail test
         entry_points.remove(via_handle)
     if valid:  # hypothesis may bring an id back
@@ -479,11 +477,6 @@ def test_generated_session_ids_are_refused_everywhere_or_kept_as_plain_data(
     check_export_all_stays_inside(store, tmp_path)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="import_jsonl(session_id='') imports into the file's stem (transfer.import_targets "
-    "uses `session_id or path.stem`) instead of refusing the empty id",
-)
 def test_importing_under_an_empty_session_id_is_refused(store: SessionStore) -> None:
     with pytest.raises(InvalidSessionIdError):
         store.import_jsonl(LEGACY / "unicode.jsonl", session_id="")

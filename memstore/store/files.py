@@ -16,7 +16,7 @@ __all__ = ["atomic_text_file"]
 def atomic_text_file(path: Path) -> Iterator[TextIO]:
     """A UTF-8 text file (no newline translation) that appears at `path` only on success."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.tmp")
+    temporary = path.with_name(f".memstore-{uuid.uuid4().hex}.tmp")  # short: any name fits
     try:
         # Mode "x" creates the file with the usual permissions (the umask applies).
         with temporary.open("x", encoding="utf-8", newline="") as out:

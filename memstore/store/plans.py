@@ -394,6 +394,9 @@ def session_info(session_id: str) -> Plan[SessionInfo]:
 
 def delete_session(session_id: str) -> Plan[bool]:
     """Delete a session with all its nodes and records; False when there was none."""
+    # Unlink parents first: cascading through the parent foreign key would recurse once per
+    # level of the DAG, which SQLite refuses beyond 1,000 levels.
+    yield update(nodes).where(nodes.c.session_id == session_id).values(parent_id=None)
     result = yield delete(sessions).where(sessions.c.id == session_id)
     return bool(result.rowcount)
 

@@ -313,7 +313,7 @@ def import_targets(path: Path, session_id: str | None = None) -> list[tuple[Path
         return [(file, file.stem) for file in files]
     if not path.is_file():
         raise JsonlError(path, None, "no such file or directory")
-    return [(path, session_id or path.stem)]
+    return [(path, path.stem if session_id is None else session_id)]
 
 
 def export_session(session_id: str, out: TextIO) -> Plan[int]:
@@ -329,7 +329,7 @@ def export_session(session_id: str, out: TextIO) -> Plan[int]:
     try:
         for line in stored:
             out.write(line)
-            count += 1
+            count += line.count("\n") or 1  # an append record is two lines
     finally:
         stored.close()
     return count
