@@ -13,16 +13,22 @@ from memstore.jsonl import head_line, node_line
 
 from .conftest import LEGACY
 
+# Peak memory from /proc (VmHWM): ru_maxrss would carry over the parent's peak across exec.
 MEASURE = """
-import resource, sys
+import sys
 from memstore import SessionStore
+
+def peak_mb():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) // 1024
+
 store = SessionStore(sys.argv[1])
 store.list_sessions()
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+before = peak_mb()
 report = store.import_jsonl(sys.argv[2])
 store.export_jsonl(report.files[0].session_id, sys.argv[3])
-after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-print(before // 1024, after // 1024, report.records)
+print(before, peak_mb(), report.records)
 """
 
 
