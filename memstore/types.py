@@ -30,6 +30,8 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from memstore.errors import InvalidSessionIdError
+
 __all__ = [
     "AgentConfig",
     "Block",
@@ -487,8 +489,6 @@ def validate_session_id(session_id: object) -> str:
         InvalidSessionIdError: empty, longer than 255 characters, `.` or `..`, or holding a
             path separator or a control character.
     """
-    from memstore.errors import InvalidSessionIdError
-
     if not isinstance(session_id, str) or not session_id:
         raise InvalidSessionIdError(f"session id must be a non-empty string, got {session_id!r}")
     if len(session_id) > _MAX_SESSION_ID:
