@@ -584,30 +584,16 @@ def test_search_takes_any_text_and_changes_nothing(store: SessionStore) -> None:
     assert snapshot(store) == before
 
 
-def search_bug(reason: str) -> pytest.MarkDecorator:
-    return pytest.mark.xfail(strict=True, reason=reason)
-
-
-NUL_QUERY = "a query with NUL raises DatabaseError"
-SURROGATE = "a lone surrogate (in the query or the session_id filter) raises UnicodeEncodeError"
-
-
 @pytest.mark.parametrize(
     ("backend", "query", "scope"),
     [
-        pytest.param("sqlite", "a\x00b", None, marks=search_bug(NUL_QUERY), id="sqlite-nul"),
-        pytest.param("postgres", "a\x00b", None, marks=search_bug(NUL_QUERY), id="postgres-nul"),
+        pytest.param("sqlite", "a\x00b", None, id="sqlite-nul"),
+        pytest.param("postgres", "a\x00b", None, id="postgres-nul"),
         pytest.param("sqlite", "hello", "a\x00b", id="sqlite-nul-scope"),
-        pytest.param(
-            "postgres",
-            "hello",
-            "a\x00b",
-            marks=search_bug("PostgreSQL: a session_id filter with NUL raises DatabaseError"),
-            id="postgres-nul-scope",
-        ),
+        pytest.param("postgres", "hello", "a\x00b", id="postgres-nul-scope"),
     ]
     + [
-        pytest.param(backend, query, scope, marks=search_bug(SURROGATE), id=f"{backend}-{name}")
+        pytest.param(backend, query, scope, id=f"{backend}-{name}")
         for backend in ("sqlite", "postgres")
         for name, query, scope in [
             ("surrogate", "\ud800", None),
@@ -685,28 +671,10 @@ def test_read_only_query_refuses_every_wrapped_write(store: SessionStore) -> Non
 @pytest.mark.parametrize(
     ("backend", "sql"),
     [
-        pytest.param(
-            backend,
-            "SELECT '\ud800'",
-            marks=pytest.mark.xfail(
-                strict=True, reason="a lone surrogate in the SQL raises UnicodeEncodeError"
-            ),
-            id=f"{backend}-surrogate",
-        )
+        pytest.param(backend, "SELECT '\ud800'", id=f"{backend}-surrogate")
         for backend in ("sqlite", "postgres")
     ]
-    + [
-        pytest.param(
-            "postgres",
-            "COPY nodes TO STDOUT",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="PostgreSQL: COPY leaves the connection mid-copy; the rollback in "
-                "readonly._postgres raises psycopg.OperationalError over the QueryError",
-            ),
-            id="postgres-copy",
-        )
-    ],
+    + [pytest.param("postgres", "COPY nodes TO STDOUT", id="postgres-copy")],
 )
 def test_read_only_query_refuses_odd_statements_with_a_query_error(
     backend: str, sql: str, request: pytest.FixtureRequest

@@ -8,6 +8,8 @@ READ WRITE), a prepared statement (so only one statement), and a rollback whatev
 
 from __future__ import annotations
 
+import contextlib
+import re
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +22,7 @@ from memstore.errors import QueryError
 
 __all__ = ["QueryResult", "run_read_only"]
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _ALLOWED = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, 33}  # RECURSIVE
 
 
@@ -70,7 +73,8 @@ def _postgres(engine: Engine, sql: str, limit: int) -> QueryResult:
         except psycopg.Error as exc:
             raise QueryError(_explain(str(exc).strip())) from exc
         finally:
-            driver.rollback()
+            with contextlib.suppress(psycopg.Error):  # e.g. a COPY left the connection mid-copy
+                driver.rollback()
             connection.invalidate()  # never hand this connection back to the pool
 
 
@@ -82,6 +86,8 @@ def _explain(message: str) -> str:
 
 def run_read_only(engine: Engine, sql: str, *, limit: int = 1000) -> QueryResult:
     """Run one statement that only reads; anything else is refused with QueryError."""
+    if not sql.isascii() and _LONE_SURROGATE.search(sql):
+        raise QueryError("the statement holds a lone surrogate, which no database can take")
     if engine.dialect.name == "postgresql":
         return _postgres(engine, sql, limit)
     database = engine.url.database

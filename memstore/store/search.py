@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import Select, column, func, literal_column, select, table, text
 
 from memstore.store.plans import Plan
+from memstore.store.rows import storable
 from memstore.store.tables import nodes
 
 __all__ = ["SearchHit", "fts5_query", "search"]
@@ -82,6 +83,9 @@ def search(
     """The best `limit` turns matching every word of `query`, best first."""
     if limit <= 0:
         raise ValueError(f"limit must be positive, got {limit}")
+    if session_id is not None and storable(session_id) != session_id:
+        return []  # NUL or a lone surrogate: no stored session can have this id
+    query = storable(query)  # the database could not take NUL or lone surrogates
     if not query.split():
         return []
     statement = _postgres_search(query) if dialect == "postgresql" else _sqlite_search(query)
