@@ -23,7 +23,7 @@ from rich.progress import DownloadColumn, Progress, TaskID, TextColumn
 from rich.table import Table
 
 from memstore import jsjson
-from memstore.errors import MemstoreError, UnknownSessionError
+from memstore.errors import MemstoreError
 from memstore.graph import SessionGraph
 from memstore.jsonl import session_file
 from memstore.render import render_html, render_markdown
@@ -330,10 +330,8 @@ def _session_json(info: SessionInfo) -> dict[str, Any]:
 
 
 def _load_existing(store: SessionStore, session_id: str) -> SessionGraph:
-    graph = store.load_session(session_id)
-    if graph.size == 0 and session_id not in store.list_sessions():
-        raise UnknownSessionError(f"no session {session_id!r}")
-    return graph
+    store.session_info(session_id)  # raises UnknownSessionError
+    return store.load_session(session_id)
 
 
 @app.command()
@@ -362,9 +360,8 @@ def show(
 ) -> None:
     """Print the transcript of one path of a session (root to the head, or to --leaf)."""
     with friendly_store(ctx) as store:
+        store.session_info(session)  # raises UnknownSessionError
         nodes = store.load_path_nodes(session, leaf, last=last)
-        if not nodes and session not in store.list_sessions():
-            raise UnknownSessionError(f"no session {session!r}")
     if as_json:
         emit_json([jsjson.loads(jsjson.dumps(node.to_json())) for node in nodes])
     else:

@@ -242,7 +242,6 @@ class ReadOutcome:
     """What `read_records` saw besides the records: warnings about a recovered tail."""
 
     warnings: list[str]
-    torn_at: int | None = None
 
 
 def read_records(
@@ -267,7 +266,6 @@ def read_records(
             )
             if outcome is not None:
                 outcome.warnings.append(warning)
-                outcome.torn_at = line.offset
             logger.warning(warning)
 
 

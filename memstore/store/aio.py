@@ -252,16 +252,16 @@ class AsyncSessionStore:
     ) -> ImportReport:
         """See `SessionStore.import_jsonl`."""
         report = ImportReport()
-        for file, target in transfer.import_targets(Path(path), session_id):
-            plan = transfer.import_file(
-                self.dialect,
-                file,
-                target,
-                migrators=self.migrators,
-                verify=verify,
-                keep_mismatched=keep_mismatched,
-                progress=progress,
-            )
+        plans_ = transfer.import_plans(
+            self.dialect,
+            Path(path),
+            session_id,
+            migrators=self.migrators,
+            verify=verify,
+            keep_mismatched=keep_mismatched,
+            progress=progress,
+        )
+        for file, plan in plans_:
             report.files.append(
                 await self._run_blocking(plan, write=True, action=f"importing {file}")
             )

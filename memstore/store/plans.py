@@ -143,7 +143,8 @@ def ensure_session(dialect: str, session_id: str, now: int) -> Plan[str | None]:
     return head
 
 
-def _node_rows(session_id: str, node_ids: Iterable[str]) -> Step:
+def node_rows(session_id: str, node_ids: Iterable[str]) -> Step:
+    """The stored nodes among `node_ids` (id, parent_id, turn_json, created_at)."""
     return _NODES_BY_ID, {"session_id": session_id, "node_ids": list(node_ids)}
 
 
@@ -164,7 +165,7 @@ def append_node(
     if not isinstance(expected_head, Unset) and head != expected_head:
         raise HeadMovedError(session_id, expected_head, head)
     wanted = [node.id] if node.parent is None else [node.id, node.parent]
-    found = {row.id: row for row in (yield _node_rows(session_id, wanted))}
+    found = {row.id: row for row in (yield node_rows(session_id, wanted))}
     if node.parent is not None and node.parent not in found:
         raise UnknownNodeError(session_id, node.parent)
     existing = found.get(node.id)
@@ -249,7 +250,7 @@ def load_path_nodes(
     if not path:
         raise UnknownNodeError(session_id, leaf)
     while path[0].parent is not None and _starts_on_tool_result(path[0].turn):
-        (row,) = yield _node_rows(session_id, [path[0].parent])
+        (row,) = yield node_rows(session_id, [path[0].parent])
         path.insert(0, node_from_row(row))
     return path
 

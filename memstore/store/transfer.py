@@ -8,7 +8,7 @@ batches, so memory stays bounded by the largest line, not the file.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
@@ -17,7 +17,7 @@ from sqlalchemy import Select, and_, insert, select, text, update
 
 from memstore.errors import JsonlError, UnknownSessionError
 from memstore.jsonl import ReadOutcome, Record, head_line, node_line, read_records, verify_node_id
-from memstore.store.plans import Plan, ensure_session, now_ms
+from memstore.store.plans import Plan, ensure_session, node_rows, now_ms
 from memstore.store.rows import block_rows, node_row
 from memstore.store.tables import node_blocks, nodes, records, sessions
 from memstore.types import Migrator, validate_session_id
@@ -28,6 +28,7 @@ __all__ = [
     "Progress",
     "export_session",
     "import_file",
+    "import_plans",
     "import_targets",
     "render_record",
 ]
@@ -197,12 +198,6 @@ class _Batch:
             self.records = []
 
 
-def _existing_node(session_id: str, node_id: str) -> Select[Any]:
-    return select(nodes.c.parent_id, nodes.c.turn_json, nodes.c.created_at).where(
-        nodes.c.session_id == session_id, nodes.c.id == node_id
-    )
-
-
 @dataclass
 class _ImportOptions:
     migrators: Sequence[Migrator]
@@ -225,7 +220,7 @@ def _import_node(
         )
     if record.node_id in known:
         yield from batch.flush()
-        stored = (yield _existing_node(report.session_id, record.node_id)).one()
+        stored = (yield node_rows(report.session_id, [record.node_id])).one()
         same = (stored.parent_id, stored.turn_json, stored.created_at)
         if same != (record.parent, record.turn_json, record.created_at):
             raise JsonlError(
@@ -314,6 +309,33 @@ def import_targets(path: Path, session_id: str | None = None) -> list[tuple[Path
     if not path.is_file():
         raise JsonlError(path, None, "no such file or directory")
     return [(path, path.stem if session_id is None else session_id)]
+
+
+def import_plans(
+    dialect: str,
+    path: Path,
+    session_id: str | None,
+    *,
+    migrators: Sequence[Migrator],
+    verify: bool,
+    keep_mismatched: bool,
+    progress: Progress | None,
+) -> Iterator[tuple[Path, Plan[FileImport]]]:
+    """One import plan per file that an import of `path` covers (each runs in its own
+    transaction), for the sync and async stores alike."""
+    for file, target in import_targets(path, session_id):
+        yield (
+            file,
+            import_file(
+                dialect,
+                file,
+                target,
+                migrators=migrators,
+                verify=verify,
+                keep_mismatched=keep_mismatched,
+                progress=progress,
+            ),
+        )
 
 
 def export_session(session_id: str, out: TextIO) -> Plan[int]:
