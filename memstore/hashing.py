@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 
 from memstore import jsjson
-from memstore.types import TurnLike, turn_to_json
+from memstore.types import Turn, TurnLike
 
 __all__ = ["hash_node", "hash_node_text"]
 
@@ -15,7 +15,8 @@ def hash_node(parent: str | None, turn: TurnLike, created_at: int) -> str:
 
     A Turn model hashes in the key order it was parsed with; a plain dict in its own key order.
     """
-    return hash_node_text(parent, jsjson.dumps_bytes(turn_to_json(turn)), created_at)
+    text = turn.json_text().encode() if isinstance(turn, Turn) else jsjson.dumps_bytes(turn)
+    return hash_node_text(parent, text, created_at)
 
 
 def hash_node_text(parent: str | None, turn_json: bytes, created_at: int) -> str:

@@ -303,7 +303,7 @@ class JsonlSessionStore:
     def append_node(self, session_id: str, node: SessionNode) -> None:
         """Append the node record and a head record naming it, in one write."""
         path = session_file(self.root, session_id)
-        turn_json = jsjson.dumps(node.turn.to_json())
+        turn_json = node.turn.json_text()
         lines = node_line(node.id, node.parent, turn_json, node.created_at) + head_line(node.id)
         self.root.mkdir(parents=True, exist_ok=True)
         with path.open("ab") as file:

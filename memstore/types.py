@@ -8,8 +8,9 @@ of the exact JSON text of its turn.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncIterable, Callable, Iterable, Mapping
-from typing import Annotated, Any, Literal, Protocol, TypeAlias, runtime_checkable
+from typing import Annotated, Any, Literal, Protocol, Self, TypeAlias, runtime_checkable
 
 from pydantic import (
     BaseModel,
@@ -17,7 +18,6 @@ from pydantic import (
     Discriminator,
     Field,
     ModelWrapValidatorHandler,
-    PrivateAttr,
     SerializerFunctionWrapHandler,
     StrictBool,
     StrictInt,
@@ -30,6 +30,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from memstore import jsjson
 from memstore.errors import InvalidSessionIdError
 
 __all__ = [
@@ -97,32 +98,75 @@ class _Contract(BaseModel):
     )
 
 
+def _private(model: BaseModel) -> dict[str, Any]:
+    """A model's private state, set directly in pydantic's per-instance dict.
+
+    Declaring a PrivateAttr would cost an initialization hook on every object, which doubled the
+    time to parse a turn.
+    """
+    private = model.__pydantic_private__
+    if private is None:
+        private = {}
+        object.__setattr__(model, "__pydantic_private__", private)
+    return private
+
+
 class _Wire(_Contract):
     """A wire object that keeps unknown keys and the key order it was parsed with."""
 
     model_config = ConfigDict(extra="allow")
-    _key_order: tuple[str, ...] | None = PrivateAttr(default=None)
-
-    def __init__(self, **data: Any) -> None:
-        super().__init__(**data)
-        self._key_order = None  # built in Python: declaration order, not keyword order
 
     @model_validator(mode="wrap")
     @classmethod
     def _remember_key_order(cls, data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
         model = handler(data)
-        if isinstance(data, Mapping) and isinstance(model, _Wire):
-            implied = tuple(key for key in model._always_present() if key not in data)
-            model._key_order = (*implied, *data)
+        if (type(data) is dict or isinstance(data, Mapping)) and isinstance(model, _Wire):
+            implied = tuple(key for key in cls._always_present() if key not in data)
+            _private(model)["key_order"] = (*implied, *data) if implied else tuple(data)
         return model
+
+    def __init__(self, /, **data: Any) -> None:
+        super().__init__(**data)
+        _private(self).pop("key_order", None)  # built in Python: declaration order
+
+    # Validation from a dict must not run this __init__ as well: pydantic calls a model's own
+    # __init__ from inside validation unless it is marked as a base one.
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
+
+    def _key_order(self) -> tuple[str, ...] | None:
+        private = self.__pydantic_private__
+        return private.get("key_order") if private else None
+
+    def _wire_text(self) -> str:
+        return jsjson.dumps(self.model_dump())
+
+    def __eq__(self, other: object) -> bool:
+        """Equal when of the same type with the same JSON text (so key order counts)."""
+        if type(other) is not type(self):
+            return NotImplemented
+        assert isinstance(other, _Wire)
+        return self._wire_text() == other._wire_text()
+
+    def __hash__(self) -> int:
+        return hash(self._wire_text())
 
     @model_serializer(mode="wrap")
     def _serialize_in_key_order(self, handler: SerializerFunctionWrapHandler) -> JsonDict:
         dumped: JsonDict = handler(self)
-        present = {self._wire_name(name) for name in self.model_fields_set}
+        order = self._key_order()
+        if order is not None:
+            # Parsed from a dict: exactly its keys, unless some were given by Python name.
+            ordered = {key: dumped[key] for key in order if key in dumped}
+            if len(ordered) == len(order):
+                return ordered
+        return self._present_in_order(dumped, order or tuple(dumped))
+
+    def _present_in_order(self, dumped: JsonDict, order: tuple[str, ...]) -> JsonDict:
+        """The keys that were set (or are always emitted), in `order`, then any others."""
+        wire_names = self._wire_names()
+        present = {wire_names.get(name, name) for name in self.model_fields_set}
         present.update(self.__pydantic_extra__ or ())
         present.update(self._always_present())
-        order = self._key_order or tuple(dumped)
         ordered = {key: dumped[key] for key in order if key in present and key in dumped}
         for key, value in dumped.items():
             if key in present and key not in ordered:
@@ -130,14 +174,63 @@ class _Wire(_Contract):
         return ordered
 
     @classmethod
-    def _wire_name(cls, field_name: str) -> str:
-        field = cls.model_fields.get(field_name)
-        return field.alias if field is not None and field.alias else field_name
+    @functools.cache
+    def _wire_names(cls) -> dict[str, str]:
+        """Python field name -> JSON key."""
+        return {name: field.alias or name for name, field in cls.model_fields.items()}
 
     @classmethod
     def _always_present(cls) -> tuple[str, ...]:
         """Keys emitted even when they were not set explicitly (defaults such as `kind`)."""
         return ()
+
+    @classmethod
+    @functools.cache
+    def _construction(
+        cls,
+    ) -> tuple[dict[str, str], dict[str, Any], frozenset[str], tuple[str, ...]]:
+        """What `_trusted` needs, worked out once per class: field name by JSON key (or Python
+        name), defaults of optional fields, required fields, keys always emitted."""
+        fields = cls.model_fields
+        by_key = {name: name for name in fields}
+        by_key.update({key: name for name, key in cls._wire_names().items()})
+        defaults = {
+            name: field.default for name, field in fields.items() if not field.is_required()
+        }
+        required = frozenset(name for name, field in fields.items() if field.is_required())
+        return by_key, defaults, required, cls._always_present()
+
+    @classmethod
+    def _trusted(cls, data: JsonDict) -> Self | None:
+        """A model of wire data that memstore validated when it stored it, built without
+        validating again (like `model_construct`, at a fraction of the cost).
+
+        Returns None when a required key is missing, for the caller to validate and report.
+        """
+        by_key, defaults, required, always = cls._construction()
+        values: dict[str, Any] = {}
+        extra: dict[str, Any] = {}
+        for key, value in data.items():
+            name = by_key.get(key)
+            if name is None:
+                extra[key] = value
+            else:
+                values[name] = value
+        fields_set = set(values)
+        if not required <= fields_set:
+            return None
+        if len(values) < len(by_key):
+            values = {**defaults, **values}
+        order = tuple(data)
+        if always and always[0] not in data:
+            order = (*always, *order)
+        model = cls.__new__(cls)
+        _set = object.__setattr__
+        _set(model, "__dict__", values)
+        _set(model, "__pydantic_fields_set__", fields_set)
+        _set(model, "__pydantic_extra__", extra)
+        _set(model, "__pydantic_private__", {"key_order": order})
+        return model
 
 
 class _BlockBase(_Wire):
@@ -200,6 +293,14 @@ def _block_tag(value: Any) -> str:
     return kind if kind in _KNOWN_KINDS else "unknown"
 
 
+_BLOCK_CLASSES: dict[str, type[_BlockBase]] = {}
+
+
+def _block_class(data: Mapping[str, Any]) -> type[_BlockBase]:
+    """The block model for a block's wire data, chosen by its kind as validation chooses it."""
+    return _BLOCK_CLASSES.get(_block_tag(data), UnknownBlock)
+
+
 Block: TypeAlias = Annotated[
     Annotated[TextBlock, Tag("text")]
     | Annotated[ThinkingBlock, Tag("thinking")]
@@ -209,6 +310,15 @@ Block: TypeAlias = Annotated[
     | Annotated[UnknownBlock, Tag("unknown")],
     Discriminator(_block_tag),
 ]
+
+
+_BLOCK_CLASSES.update(
+    text=TextBlock,
+    thinking=ThinkingBlock,
+    tool_call=ToolCallBlock,
+    tool_result=ToolResultBlock,
+    image=ImageBlock,
+)
 
 
 def _as_list(value: tuple[Any, ...], handler: SerializerFunctionWrapHandler) -> list[Any]:
@@ -224,6 +334,57 @@ class Turn(_Wire):
     def to_json(self) -> JsonDict:
         """The wire form: a plain dict in the original key order, unknown keys included."""
         return self.model_dump()
+
+    def _wire_text(self) -> str:
+        return self.json_text()
+
+    def json_text(self) -> str:
+        """`JSON.stringify` of the wire form: the text a node id hashes and a store keeps.
+
+        Computed once per turn (turns are immutable; do not mutate values passed into one).
+        """
+        private = _private(self)
+        text: str | None = private.get("json_text")
+        if text is None:
+            text = private["json_text"] = jsjson.dumps(self.to_json())
+        return text
+
+    @classmethod
+    def from_json_text(cls, text: str) -> Turn:
+        """Parse and validate a turn from its JSON text, which it keeps as its `json_text`."""
+        turn = cls.model_validate(jsjson.loads(text))
+        _private(turn)["json_text"] = text
+        return turn
+
+    @classmethod
+    def _from_stored_text(cls, text: str) -> Turn:
+        """A turn from JSON text that memstore stored: trusted, unless it lacks a required key."""
+        data = jsjson.loads(text)
+        turn = cls._trusted(data) if type(data) is dict else None
+        if turn is None:
+            return cls.from_json_text(text)
+        _private(turn)["json_text"] = text
+        return turn
+
+    @classmethod
+    def _trusted(cls, data: JsonDict) -> Self | None:
+        blocks = data.get("blocks")
+        if data.get("role") not in ("user", "assistant") or type(blocks) is not list:
+            return None
+        built: list[Any] = []
+        for block in blocks:
+            model = _block_class(block)._trusted(block) if type(block) is dict else None
+            if model is None:
+                return None
+            built.append(model)
+        return super()._trusted({**data, "blocks": tuple(built)})
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy; with `update`, one whose JSON text is computed again."""
+        copy = super().model_copy(update=update, deep=deep)
+        if update:
+            _private(copy).pop("json_text", None)
+        return copy
 
 
 TurnLike: TypeAlias = Turn | Mapping[str, Any]
@@ -249,6 +410,17 @@ class SessionNode(_Contract):
     parent: StrictStr | None
     turn: Turn
     created_at: StrictInt
+
+    @classmethod
+    def _stored(cls, node_id: str, parent: str | None, turn: Turn, created_at: int) -> SessionNode:
+        """A node from a store's own columns, which were validated when written."""
+        node = cls.__new__(cls)
+        values = {"id": node_id, "parent": parent, "turn": turn, "created_at": created_at}
+        object.__setattr__(node, "__dict__", values)
+        object.__setattr__(node, "__pydantic_fields_set__", set(values))
+        object.__setattr__(node, "__pydantic_extra__", None)
+        object.__setattr__(node, "__pydantic_private__", None)
+        return node
 
     def to_json(self) -> JsonDict:
         """The wire form, keys in the contract's order: id, parent, turn, createdAt."""

@@ -36,6 +36,7 @@ from memstore.errors import (
     UnknownSessionError,
 )
 from memstore.graph import SessionGraph
+from memstore.store.bulk import paused_gc
 from memstore.store.rows import block_rows, node_row
 from memstore.store.tables import node_blocks, nodes, records, session_tags, sessions
 from memstore.types import SessionNode, Turn, validate_session_id
@@ -89,19 +90,16 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-def turn_text(turn: Turn) -> str:
-    """The exact JSON text a turn is stored as."""
-    return jsjson.dumps(turn.to_json())
-
-
 def node_from_row(row: Any) -> SessionNode:
     """A SessionNode from a `nodes` row (id, parent_id, turn_json, created_at)."""
-    return SessionNode(
-        id=row.id,
-        parent=row.parent_id,
-        turn=Turn.model_validate(jsjson.loads(row.turn_json)),
-        created_at=row.created_at,
-    )
+    turn = Turn._from_stored_text(row.turn_json)
+    return SessionNode._stored(row.id, row.parent_id, turn, row.created_at)
+
+
+def nodes_from_rows(rows: Iterable[Any]) -> list[SessionNode]:
+    """SessionNodes from many `nodes` rows."""
+    with paused_gc():
+        return [node_from_row(row) for row in rows]
 
 
 def _session_row(session_id: str) -> Select[Any]:
@@ -110,7 +108,9 @@ def _session_row(session_id: str) -> Select[Any]:
 
 # The append path's statements, built once: SQLAlchemy then only binds new parameters, which
 # costs far less than building (and cache-keying) a statement per call.
-_NEW_SESSION = {
+# Creates the session row if missing and returns its head, locking the row against other writers
+# until the transaction ends (a no-op update is what takes the lock on PostgreSQL).
+_ENSURE_SESSION = {
     dialect: module.insert(sessions)
     .values(
         id=bindparam("session_id"),
@@ -118,12 +118,10 @@ _NEW_SESSION = {
         created_at=bindparam("now"),
         updated_at=bindparam("now"),
     )
-    .on_conflict_do_nothing()
+    .on_conflict_do_update(index_elements=[sessions.c.id], set_={"head": sessions.c.head})
+    .returning(sessions.c.head)
     for dialect, module in (("postgresql", postgresql), ("sqlite", sqlite))
 }
-_LOCKED_HEAD = (
-    select(sessions.c.head).where(sessions.c.id == bindparam("session_id")).with_for_update()
-)
 _NODES_BY_ID = select(nodes.c.id, nodes.c.parent_id, nodes.c.turn_json, nodes.c.created_at).where(
     nodes.c.session_id == bindparam("session_id"),
     nodes.c.id.in_(bindparam("node_ids", expanding=True)),
@@ -137,9 +135,8 @@ _MOVE_HEAD = (
 
 def ensure_session(dialect: str, session_id: str, now: int) -> Plan[str | None]:
     """Create the session row if missing, lock it against other writers, return its head."""
-    new_session = _NEW_SESSION["postgresql" if dialect == "postgresql" else "sqlite"]
-    yield new_session, {"session_id": session_id, "now": now}
-    head: str | None = (yield _LOCKED_HEAD, {"session_id": session_id}).scalar_one()
+    upsert = _ENSURE_SESSION["postgresql" if dialect == "postgresql" else "sqlite"]
+    head: str | None = (yield upsert, {"session_id": session_id, "now": now}).scalar_one()
     return head
 
 
@@ -171,7 +168,7 @@ def append_node(
     existing = found.get(node.id)
     if existing is None:
         yield from insert_nodes(session_id, [node])
-    elif not _same_node(existing, node, turn_text(node.turn)):
+    elif not _same_node(existing, node, node.turn.json_text()):
         raise NodeConflictError(
             f"session {session_id!r} already holds node {node.id!r} with different content"
         )
@@ -185,10 +182,9 @@ def insert_nodes(session_id: str, new_nodes: Sequence[SessionNode]) -> Plan[None
     node_rows: list[dict[str, Any]] = []
     blocks: list[dict[str, Any]] = []
     for node in new_nodes:
-        turn = node.turn.to_json()
-        node_rows.append(
-            node_row(session_id, node.id, node.parent, node.created_at, turn, jsjson.dumps(turn))
-        )
+        text = node.turn.json_text()
+        turn = jsjson.loads(text)  # the wire dict, for the derived columns: faster than to_json
+        node_rows.append(node_row(session_id, node.id, node.parent, node.created_at, turn, text))
         blocks.extend(block_rows(session_id, node.id, turn))
     yield insert(nodes), node_rows
     if blocks:
@@ -203,7 +199,7 @@ def load_session(session_id: str) -> Plan[SessionGraph]:
         .where(nodes.c.session_id == session_id)
         .order_by(nodes.c.pk)
     )
-    return SessionGraph.hydrate(session_id, [node_from_row(row) for row in rows], head)
+    return SessionGraph.hydrate(session_id, nodes_from_rows(rows), head)
 
 
 def _path_query(session_id: str, leaf: str, limit: int | None) -> Select[Any]:
@@ -246,7 +242,7 @@ def load_path_nodes(
             return []
     if last == 0:
         return []
-    path = [node_from_row(row) for row in (yield _path_query(session_id, leaf, last))]
+    path = nodes_from_rows((yield _path_query(session_id, leaf, last)))
     if not path:
         raise UnknownNodeError(session_id, leaf)
     while path[0].parent is not None and _starts_on_tool_result(path[0].turn):
