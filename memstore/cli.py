@@ -25,7 +25,7 @@ from rich.table import Table
 from memstore import jsjson
 from memstore.errors import MemstoreError
 from memstore.graph import SessionGraph
-from memstore.jsonl import session_file
+from memstore.jsonl import export_file
 from memstore.render import render_html, render_markdown
 from memstore.store import DEFAULT_URL, SessionInfo, SessionStore
 from memstore.store.files import atomic_text_file
@@ -284,9 +284,10 @@ def export(
             out.print(f"{escape(session)}: {_export_one(store, session, output, form)} -> {output}")
             return
         for session_id in store.list_sessions():
-            target = session_file(output, session_id).with_suffix(f".{form.value}")
+            target = export_file(output, session_id, f".{form.value}")
             written = _export_one(store, session_id, target, form)
-            out.print(f"{escape(session_id)}: {written} -> {target}")
+            note = "" if target.stem == session_id else " (the id is too long for a file name)"
+            out.print(f"{escape(session_id)}: {written} -> {escape(str(target))}{note}")
 
 
 @app.command("sessions")

@@ -89,6 +89,10 @@ class NodeConflictError(StoreError):
     """A node id the session already holds with different content."""
 
 
+class InvalidNodeIdError(StoreError, ValueError):
+    """A node id the store cannot hold: longer than 255 characters, or not storable text."""
+
+
 class UnknownSessionError(StoreError, KeyError):
     """A session id the store does not hold, where one is required."""
 

@@ -8,6 +8,7 @@ has no SQL: the SQL store's import and export (`memstore.store.transfer`) and th
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 from collections.abc import Iterator, Mapping, Sequence
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
 from memstore import jsjson
-from memstore.errors import InvalidJsonError, JsonlError
+from memstore.errors import InvalidJsonError, InvalidSessionIdError, JsonlError
 from memstore.graph import SessionGraph
 from memstore.hashing import hash_node_text
 from memstore.types import Migrator, SessionNode, Turn, validate_session_id
@@ -284,9 +285,37 @@ def verify_node_id(path: object, record: Record) -> str | None:
 # --- the file-backed store ----------------------------------------------------------------------
 
 
-def session_file(root: Path, session_id: str) -> Path:
-    """`<root>/<session_id>.jsonl`, for a session id that cannot leave `root`."""
-    return root / f"{validate_session_id(session_id)}.jsonl"
+FILE_NAME_LIMIT = 255
+"""Bytes in a file name on common file systems (ext4, XFS, APFS, btrfs)."""
+
+
+def session_file(root: Path, session_id: str, suffix: str = ".jsonl") -> Path:
+    """`<root>/<session_id><suffix>`, for a session id that cannot leave `root`.
+
+    Raises:
+        InvalidSessionIdError: the id is invalid, or too long for a file name (its UTF-8 bytes
+            and the suffix exceed 255).
+    """
+    name = f"{validate_session_id(session_id)}{suffix}"
+    if len(name.encode()) > FILE_NAME_LIMIT:
+        raise InvalidSessionIdError(
+            f"session id {session_id[:40]!r}... is too long for a file name: {name!r} would be "
+            f"{len(name.encode())} bytes, and file names hold at most {FILE_NAME_LIMIT}"
+        )
+    return root / name
+
+
+def export_file(root: Path, session_id: str, suffix: str = ".jsonl") -> Path:
+    """Where an export of every session writes `session_id`: `session_file`, except that an id
+    too long for a file name is cut short and made unique with a hash of the whole id."""
+    try:
+        return session_file(root, session_id, suffix)
+    except InvalidSessionIdError:
+        if len(f"{session_id}{suffix}".encode()) <= FILE_NAME_LIMIT:
+            raise
+    tag = "~" + hashlib.sha256(session_id.encode()).hexdigest()[:16] + suffix
+    prefix = session_id.encode()[: FILE_NAME_LIMIT - len(tag)].decode(errors="ignore")
+    return root / f"{prefix}{tag}"
 
 
 class JsonlSessionStore:

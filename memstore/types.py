@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import AsyncIterable, Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Protocol, Self, TypeAlias, runtime_checkable
 
 from pydantic import (
@@ -185,52 +186,77 @@ class _Wire(_Contract):
         return ()
 
     @classmethod
-    @functools.cache
-    def _construction(
-        cls,
-    ) -> tuple[dict[str, str], dict[str, Any], frozenset[str], tuple[str, ...]]:
-        """What `_trusted` needs, worked out once per class: field name by JSON key (or Python
-        name), defaults of optional fields, required fields, keys always emitted."""
-        fields = cls.model_fields
-        by_key = {name: name for name in fields}
-        by_key.update({key: name for name, key in cls._wire_names().items()})
-        defaults = {
-            name: field.default for name, field in fields.items() if not field.is_required()
-        }
-        required = frozenset(name for name, field in fields.items() if field.is_required())
-        return by_key, defaults, required, cls._always_present()
+    def _layout(cls, keys: tuple[str, ...]) -> _Layout | None:
+        """How `_trusted` builds this class from data with `keys` (None: a required key is
+        missing), worked out once per class and key tuple."""
+        known = _LAYOUTS.setdefault(cls, {})
+        found = known.get(keys)
+        if found is None:
+            by_key = {name: name for name in cls.model_fields}
+            by_key.update({key: name for name, key in cls._wire_names().items()})
+            names = tuple(by_key.get(key) for key in keys)
+            given = {name for name in names if name is not None}
+            fields = cls.model_fields.items()
+            if any(field.is_required() and name not in given for name, field in fields):
+                return None
+            implied = tuple(key for key in cls._always_present() if key not in keys)
+            found = _Layout(
+                same=names == keys and len(given) == len(cls.model_fields),
+                names=names,
+                defaults={name: field.default for name, field in fields if name not in given},
+                fields_set=given
+                | {key for key, name in zip(keys, names, strict=True) if name is None},
+                private={"key_order": (*implied, *keys)},
+            )
+            if len(known) < _MAX_LAYOUTS:
+                known[keys] = found
+        return found
 
     @classmethod
-    def _trusted(cls, data: JsonDict) -> Self | None:
+    def _trusted(
+        cls, data: JsonDict, private: JsonDict | None = None, layout: _Layout | None = None
+    ) -> Self | None:
         """A model of wire data that memstore validated when it stored it, built without
-        validating again (like `model_construct`, at a fraction of the cost).
+        validating again (like `model_construct`, at a fraction of the cost). It takes `data`
+        over: the caller parsed it for this and keeps no other reference.
 
-        Returns None when a required key is missing, for the caller to validate and report.
+        Objects built from the same keys share their fields-set and, unless `private` gives
+        state of their own, their private state; neither is ever mutated in place. Returns
+        None when a required key is missing, for the caller to validate and report.
         """
-        by_key, defaults, required, always = cls._construction()
-        values: dict[str, Any] = {}
-        extra: dict[str, Any] = {}
-        for key, value in data.items():
-            name = by_key.get(key)
-            if name is None:
-                extra[key] = value
-            else:
-                values[name] = value
-        fields_set = set(values)
-        if not required <= fields_set:
+        layout = layout or cls._layout(tuple(data))
+        if layout is None:
             return None
-        if len(values) < len(by_key):
-            values = {**defaults, **values}
-        order = tuple(data)
-        if always and always[0] not in data:
-            order = (*always, *order)
+        extra: dict[str, Any] = {}
+        if layout.same:
+            values = data
+        else:
+            values = layout.defaults.copy()
+            for (key, value), name in zip(data.items(), layout.names):  # noqa: B905 (same keys)
+                if name is None:
+                    extra[key] = value
+                else:
+                    values[name] = value
         model = cls.__new__(cls)
         _set = object.__setattr__
         _set(model, "__dict__", values)
-        _set(model, "__pydantic_fields_set__", fields_set)
+        _set(model, "__pydantic_fields_set__", layout.fields_set)
         _set(model, "__pydantic_extra__", extra)
-        _set(model, "__pydantic_private__", {"key_order": order})
+        _set(model, "__pydantic_private__", layout.private if private is None else private)
         return model
+
+
+@dataclass(frozen=True)
+class _Layout:
+    same: bool  # the keys are exactly the fields' names: the data can be the model's dict
+    names: tuple[str | None, ...]  # per key of the data: its field, or None for an extra key
+    defaults: dict[str, Any]
+    fields_set: set[str]
+    private: dict[str, Any]
+
+
+_LAYOUTS: dict[type[_Wire], dict[tuple[str, ...], _Layout]] = {}
+_MAX_LAYOUTS = 1024  # distinct key tuples remembered per class; rarer shapes are worked out anew
 
 
 class _BlockBase(_Wire):
@@ -360,24 +386,30 @@ class Turn(_Wire):
     def _from_stored_text(cls, text: str) -> Turn:
         """A turn from JSON text that memstore stored: trusted, unless it lacks a required key."""
         data = jsjson.loads(text)
-        turn = cls._trusted(data) if type(data) is dict else None
-        if turn is None:
-            return cls.from_json_text(text)
-        _private(turn)["json_text"] = text
-        return turn
+        turn = cls._trusted_turn(data, text) if type(data) is dict else None
+        return cls.from_json_text(text) if turn is None else turn
 
     @classmethod
-    def _trusted(cls, data: JsonDict) -> Self | None:
+    def _trusted_turn(cls, data: JsonDict, text: str) -> Turn | None:
         blocks = data.get("blocks")
         if data.get("role") not in ("user", "assistant") or type(blocks) is not list:
             return None
-        built: list[Any] = []
+        built: list[_BlockBase] = []
         for block in blocks:
-            model = _block_class(block)._trusted(block) if type(block) is dict else None
+            kind = block.get("kind") if type(block) is dict else None
+            if type(kind) is not str:
+                return None
+            model = _BLOCK_CLASSES.get(kind, UnknownBlock)._trusted(block)
             if model is None:
                 return None
             built.append(model)
-        return super()._trusted({**data, "blocks": tuple(built)})
+        layout = cls._layout(tuple(data))
+        if layout is None:
+            return None
+        turn = cls._trusted(data, {**layout.private, "json_text": text}, layout)
+        if turn is not None:
+            turn.__dict__["blocks"] = tuple(built)
+        return turn
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
         """A copy; with `update`, one whose JSON text is computed again."""
@@ -417,7 +449,7 @@ class SessionNode(_Contract):
         node = cls.__new__(cls)
         values = {"id": node_id, "parent": parent, "turn": turn, "created_at": created_at}
         object.__setattr__(node, "__dict__", values)
-        object.__setattr__(node, "__pydantic_fields_set__", set(values))
+        object.__setattr__(node, "__pydantic_fields_set__", _ALL_NODE_FIELDS)  # never mutated
         object.__setattr__(node, "__pydantic_extra__", None)
         object.__setattr__(node, "__pydantic_private__", None)
         return node
@@ -430,6 +462,9 @@ class SessionNode(_Contract):
             "turn": self.turn.to_json(),
             "createdAt": self.created_at,
         }
+
+
+_ALL_NODE_FIELDS = set(SessionNode.model_fields)
 
 
 class SessionHead(_Contract):
@@ -651,7 +686,8 @@ class AgentConfig(_Contract):
 
 
 _MAX_SESSION_ID = 255
-_FORBIDDEN_IN_ID = frozenset("/\\") | {chr(c) for c in range(0x20)} | {"\x7f"}
+_CONTROL = {chr(c) for c in (*range(0x20), *range(0x7F, 0xA0))}  # C0, DEL and C1
+_FORBIDDEN_IN_ID = frozenset("/\\") | _CONTROL
 
 
 def validate_session_id(session_id: object) -> str:
@@ -659,7 +695,8 @@ def validate_session_id(session_id: object) -> str:
 
     Raises:
         InvalidSessionIdError: empty, longer than 255 characters, `.` or `..`, or holding a
-            path separator or a control character.
+            path separator, a control character (C0, DEL or C1) or a lone surrogate (which no
+            database or file name can store).
     """
     if not isinstance(session_id, str) or not session_id:
         raise InvalidSessionIdError(f"session id must be a non-empty string, got {session_id!r}")
@@ -670,4 +707,19 @@ def validate_session_id(session_id: object) -> str:
             f"session id {session_id!r} may not be '.' or '..' or contain '/', '\\' or control "
             "characters"
         )
+    if not is_storable_text(session_id):
+        raise InvalidSessionIdError(
+            f"session id {session_id!r} holds a lone surrogate, which is not text"
+        )
     return session_id
+
+
+def is_storable_text(text: str) -> bool:
+    """Whether every database can store `text`: valid Unicode (it encodes as UTF-8) without NUL."""
+    if "\x00" in text:
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

@@ -396,20 +396,7 @@ def test_a_50_mb_turn_imports_and_exports_in_memory_proportional_to_it(
     assert (tmp_path / "out.jsonl").read_bytes() == source.read_bytes()
 
 
-@pytest.mark.parametrize(
-    "backend",
-    [
-        pytest.param(
-            "sqlite",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="load_path's recursive CTE carries turn_json through SQLite's queue and "
-                "sorter: about 9x the record (see the report / RELIABILITY.md)",
-            ),
-        ),
-        "postgres",
-    ],
-)
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 @linux_only
 def test_a_50_mb_turn_loads_in_memory_proportional_to_it(
     backend: str, request: pytest.FixtureRequest, image_file: tuple[Path, str]

@@ -31,7 +31,8 @@ from memstore.store.errors import translate_database_errors
 from memstore.store.files import atomic_text_file
 from memstore.store.handle import HandleBase
 from memstore.store.migrate import is_current, migrate_in
-from memstore.store.plans import UNSET, Plan, SessionInfo, StoreStats, Unset, as_call
+from memstore.store.plans import UNSET, Plan, SessionInfo, Step, StoreStats, Unset, as_call
+from memstore.store.prepared import Prepared
 from memstore.store.readonly import QueryResult, run_read_only
 from memstore.store.search import SearchHit
 from memstore.store.sync import drive as sync_drive
@@ -65,12 +66,21 @@ def create_async_store_engine(url: str | URL = DEFAULT_URL, **kwargs: Any) -> As
     return engine
 
 
+async def execute(connection: AsyncConnection, step: Step) -> Any:
+    """One step of a plan: a prepared statement straight to the driver, else through Core."""
+    if isinstance(step, tuple) and isinstance(step[0], Prepared):
+        compiled = step[0].compiled(connection.dialect)
+        result = await connection.exec_driver_sql(compiled.sql, compiled.driver_params(step[1]))
+        return [tuple(row) for row in result] if result.returns_rows else []
+    return await connection.execute(*as_call(step))
+
+
 async def drive(plan: Plan[T], connection: AsyncConnection) -> T:
     """Run a plan's statements on `connection`, feeding each result back to the plan."""
     try:
-        statement = next(plan)
+        step = next(plan)
         while True:
-            statement = plan.send(await connection.execute(*as_call(statement)))
+            step = plan.send(await execute(connection, step))
     except StopIteration as done:
         return done.value  # type: ignore[no-any-return]
 

@@ -68,7 +68,9 @@ def read_head_path(session_id: str) -> Plan[tuple[str | None, list[SessionNode]]
     Raises:
         UnknownSessionError: there is no such session.
     """
-    row = (yield select(sessions.c.head).where(sessions.c.id == session_id)).first()
+    row = (
+        yield select(sessions.c.head).where(sessions.c.id == plans.lookup_id(session_id))
+    ).first()
     if row is None:
         raise UnknownSessionError(f"no session {session_id!r}")
     if row.head is None:

@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from memstore.errors import DatabaseError
+from memstore.store.prepared import is_driver_error
 
 __all__ = ["translate_database_errors"]
 
@@ -21,3 +22,7 @@ def translate_database_errors(action: str) -> Iterator[None]:
         raise DatabaseError(f"{action} failed: {str(exc.orig).strip()}") from exc
     except SQLAlchemyError as exc:
         raise DatabaseError(f"{action} failed: {exc}") from exc
+    except Exception as exc:
+        if not is_driver_error(exc):  # a prepared statement's error, straight from the driver
+            raise
+        raise DatabaseError(f"{action} failed: {str(exc).strip()}") from exc

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias, TypeVar
+from typing import Any, TypeAlias, TypeVar, cast
 
 from sqlalchemy import (
     ColumnElement,
@@ -30,6 +30,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from memstore import jsjson
 from memstore.errors import (
     HeadMovedError,
+    InvalidNodeIdError,
     NodeConflictError,
     SessionExistsError,
     UnknownNodeError,
@@ -37,16 +38,18 @@ from memstore.errors import (
 )
 from memstore.graph import SessionGraph
 from memstore.store.bulk import paused_gc
+from memstore.store.prepared import Params, Prepared, Rows
 from memstore.store.rows import block_rows, node_row
 from memstore.store.tables import node_blocks, nodes, records, session_tags, sessions
-from memstore.types import SessionNode, Turn, validate_session_id
+from memstore.types import SessionNode, Turn, is_storable_text, validate_session_id
 
 __all__ = ["UNSET", "Plan", "SessionInfo", "Step", "StoreStats", "Unset"]
 
 T = TypeVar("T")
-Step: TypeAlias = Executable | tuple[Executable, Mapping[str, Any] | Sequence[Mapping[str, Any]]]
+Step: TypeAlias = Executable | tuple[Executable | Prepared, Params]
 """A statement, or a statement and its parameters (a list of rows: executemany)."""
 Plan: TypeAlias = Generator[Step, CursorResult[Any], T]
+"""Receives each statement's CursorResult; a Prepared statement's rows come through `fetch`."""
 
 
 class Unset:
@@ -90,10 +93,10 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-def node_from_row(row: Any) -> SessionNode:
-    """A SessionNode from a `nodes` row (id, parent_id, turn_json, created_at)."""
-    turn = Turn._from_stored_text(row.turn_json)
-    return SessionNode._stored(row.id, row.parent_id, turn, row.created_at)
+def node_from_row(row: Sequence[Any]) -> SessionNode:
+    """A SessionNode from a `nodes` row that starts (id, parent_id, turn_json, created_at)."""
+    turn = Turn._from_stored_text(row[2])
+    return SessionNode._stored(row[0], row[1], turn, row[3])
 
 
 def nodes_from_rows(rows: Iterable[Any]) -> list[SessionNode]:
@@ -102,51 +105,104 @@ def nodes_from_rows(rows: Iterable[Any]) -> list[SessionNode]:
         return [node_from_row(row) for row in rows]
 
 
+def fetch(prepared: Prepared, params: Params) -> Plan[Rows]:
+    """Run a prepared statement (see `prepared`); its rows, as plain tuples."""
+    rows: Any = yield prepared, params
+    return cast(Rows, rows)
+
+
+MAX_NODE_ID = 255
+
+
+def node_id_problem(node_id: str) -> str | None:
+    """Why the store cannot hold `node_id`, or None when it can."""
+    if len(node_id) > MAX_NODE_ID:
+        return f"is longer than {MAX_NODE_ID} characters"
+    if not is_storable_text(node_id):
+        return "holds NUL or a lone surrogate"
+    return None
+
+
+def lookup_id(session_id: str) -> str:
+    """The key to look a session up by. An id that no database can store (it holds NUL or a
+    lone surrogate) names no session: it becomes '', which no session has, so that reads find
+    nothing instead of failing in the driver."""
+    return session_id if is_storable_text(session_id) else ""
+
+
 def _session_row(session_id: str) -> Select[Any]:
-    return select(sessions.c.head).where(sessions.c.id == session_id)
+    return select(sessions.c.head).where(sessions.c.id == lookup_id(session_id))
 
 
-# The append path's statements, built once: SQLAlchemy then only binds new parameters, which
-# costs far less than building (and cache-keying) a statement per call.
+# The append path's statements, compiled once and run on the driver's cursor (see `prepared`).
 # Creates the session row if missing and returns its head, locking the row against other writers
 # until the transaction ends (a no-op update is what takes the lock on PostgreSQL).
 _ENSURE_SESSION = {
-    dialect: module.insert(sessions)
-    .values(
-        id=bindparam("session_id"),
-        head=None,
-        created_at=bindparam("now"),
-        updated_at=bindparam("now"),
+    dialect: Prepared(
+        module.insert(sessions)
+        .values(
+            id=bindparam("session_id"),
+            head=None,
+            created_at=bindparam("now"),
+            updated_at=bindparam("now"),
+        )
+        .on_conflict_do_update(index_elements=[sessions.c.id], set_={"head": sessions.c.head})
+        .returning(sessions.c.head)
     )
-    .on_conflict_do_update(index_elements=[sessions.c.id], set_={"head": sessions.c.head})
-    .returning(sessions.c.head)
     for dialect, module in (("postgresql", postgresql), ("sqlite", sqlite))
 }
+_NODE_AND_PARENT = Prepared(
+    select(nodes.c.id, nodes.c.parent_id, nodes.c.created_at, nodes.c.turn_json).where(
+        nodes.c.session_id == bindparam("session_id"),
+        nodes.c.id.in_([bindparam("node_id"), bindparam("parent_id")]),
+    )
+)
 _NODES_BY_ID = select(nodes.c.id, nodes.c.parent_id, nodes.c.turn_json, nodes.c.created_at).where(
     nodes.c.session_id == bindparam("session_id"),
     nodes.c.id.in_(bindparam("node_ids", expanding=True)),
 )
-_MOVE_HEAD = (
+_SESSION_NODES = Prepared(
+    select(nodes.c.id, nodes.c.parent_id, nodes.c.turn_json, nodes.c.created_at)
+    .where(nodes.c.session_id == bindparam("session_id"))
+    .order_by(nodes.c.pk)
+)
+_MOVE_HEAD = Prepared(
     update(sessions)
     .where(sessions.c.id == bindparam("session_id"))
     .values(head=bindparam("new_head"), updated_at=bindparam("now"))
 )
+INSERT_NODES = Prepared.insert(
+    nodes,
+    ["session_id", "id", "parent_id", "role", "created_at", "turn_json", "search_text"],
+)
+INSERT_BLOCKS = Prepared.insert(
+    node_blocks,
+    [
+        "session_id",
+        "node_id",
+        "position",
+        "kind",
+        "text",
+        "tool_name",
+        "call_id",
+        "is_error",
+        "input_json",
+        "output_json",
+    ],
+)
+INSERT_RECORDS = Prepared.insert(records, ["session_id", "kind", "node_id", "raw"])
 
 
 def ensure_session(dialect: str, session_id: str, now: int) -> Plan[str | None]:
     """Create the session row if missing, lock it against other writers, return its head."""
     upsert = _ENSURE_SESSION["postgresql" if dialect == "postgresql" else "sqlite"]
-    head: str | None = (yield upsert, {"session_id": session_id, "now": now}).scalar_one()
-    return head
+    ((head,),) = yield from fetch(upsert, {"session_id": session_id, "now": now})
+    return cast(str | None, head)
 
 
 def node_rows(session_id: str, node_ids: Iterable[str]) -> Step:
     """The stored nodes among `node_ids` (id, parent_id, turn_json, created_at)."""
     return _NODES_BY_ID, {"session_id": session_id, "node_ids": list(node_ids)}
-
-
-def _same_node(row: Any, node: SessionNode, text: str) -> bool:
-    return (row.parent_id, row.created_at, row.turn_json) == (node.parent, node.created_at, text)
 
 
 def append_node(
@@ -157,24 +213,27 @@ def append_node(
 ) -> Plan[None]:
     """Store `node` (unless it is there already) and move the head to it, atomically."""
     validate_session_id(session_id)
+    for node_id in (node.id, node.parent):
+        if node_id is not None and (problem := node_id_problem(node_id)):
+            raise InvalidNodeIdError(f"session {session_id!r}: node id {node_id[:40]!r} {problem}")
     now = now_ms()
     head = yield from ensure_session(dialect, session_id, now)
     if not isinstance(expected_head, Unset) and head != expected_head:
         raise HeadMovedError(session_id, expected_head, head)
-    wanted = [node.id] if node.parent is None else [node.id, node.parent]
-    found = {row.id: row for row in (yield node_rows(session_id, wanted))}
+    lookup = {"session_id": session_id, "node_id": node.id, "parent_id": node.parent}
+    found = {row[0]: row[1:] for row in (yield from fetch(_NODE_AND_PARENT, lookup))}
     if node.parent is not None and node.parent not in found:
         raise UnknownNodeError(session_id, node.parent)
     existing = found.get(node.id)
     if existing is None:
         yield from insert_nodes(session_id, [node])
-    elif not _same_node(existing, node, node.turn.json_text()):
+    elif existing != (node.parent, node.created_at, node.turn.json_text()):
         raise NodeConflictError(
             f"session {session_id!r} already holds node {node.id!r} with different content"
         )
     record = {"session_id": session_id, "kind": "append", "node_id": node.id, "raw": None}
-    yield insert(records), record
-    yield _MOVE_HEAD, {"session_id": session_id, "new_head": node.id, "now": now}
+    yield from fetch(INSERT_RECORDS, record)
+    yield from fetch(_MOVE_HEAD, {"session_id": session_id, "new_head": node.id, "now": now})
 
 
 def insert_nodes(session_id: str, new_nodes: Sequence[SessionNode]) -> Plan[None]:
@@ -186,44 +245,40 @@ def insert_nodes(session_id: str, new_nodes: Sequence[SessionNode]) -> Plan[None
         turn = jsjson.loads(text)  # the wire dict, for the derived columns: faster than to_json
         node_rows.append(node_row(session_id, node.id, node.parent, node.created_at, turn, text))
         blocks.extend(block_rows(session_id, node.id, turn))
-    yield insert(nodes), node_rows
+    yield from fetch(INSERT_NODES, node_rows)
     if blocks:
-        yield insert(node_blocks), blocks
+        yield from fetch(INSERT_BLOCKS, blocks)
 
 
 def load_session(session_id: str) -> Plan[SessionGraph]:
     """Every node of the session, in the order stored, and its head."""
     head = (yield _session_row(session_id)).scalar_one_or_none()
-    rows = yield (
-        select(nodes.c.id, nodes.c.parent_id, nodes.c.turn_json, nodes.c.created_at)
-        .where(nodes.c.session_id == session_id)
-        .order_by(nodes.c.pk)
-    )
+    rows = yield from fetch(_SESSION_NODES, {"session_id": lookup_id(session_id)})
     return SessionGraph.hydrate(session_id, nodes_from_rows(rows), head)
 
 
 def _path_query(session_id: str, leaf: str, limit: int | None) -> Select[Any]:
-    """Walk parent links from `leaf` towards the root (at most `limit` nodes), root first."""
-    start = select(
-        nodes.c.id,
-        nodes.c.parent_id,
-        nodes.c.turn_json,
-        nodes.c.created_at,
-        literal(1).label("depth"),
-    ).where(nodes.c.session_id == session_id, nodes.c.id == leaf)
+    """Walk parent links from `leaf` towards the root (at most `limit` nodes), root first.
+
+    The walk carries ids only; each node's turn is read once, by the final join, so a path
+    through large turns costs no more than reading them.
+    """
+    start = select(nodes.c.pk, nodes.c.parent_id, literal(1).label("depth")).where(
+        nodes.c.session_id == session_id, nodes.c.id == leaf
+    )
     path = start.cte("path", recursive=True)
     parent = nodes.alias("parent")
-    step = select(
-        parent.c.id,
-        parent.c.parent_id,
-        parent.c.turn_json,
-        parent.c.created_at,
-        (path.c.depth + 1).label("depth"),
-    ).where(parent.c.session_id == session_id, parent.c.id == path.c.parent_id)
+    step = select(parent.c.pk, parent.c.parent_id, (path.c.depth + 1).label("depth")).where(
+        parent.c.session_id == session_id, parent.c.id == path.c.parent_id
+    )
     if limit is not None:
         step = step.where(path.c.depth < limit)
     path = path.union_all(step)
-    return select(path).order_by(path.c.depth.desc())
+    return (
+        select(nodes.c.id, nodes.c.parent_id, nodes.c.turn_json, nodes.c.created_at)
+        .join(path, nodes.c.pk == path.c.pk)
+        .order_by(path.c.depth.desc())
+    )
 
 
 def _starts_on_tool_result(turn: Turn) -> bool:
@@ -242,7 +297,7 @@ def load_path_nodes(
             return []
     if last == 0:
         return []
-    path = nodes_from_rows((yield _path_query(session_id, leaf, last)))
+    path = nodes_from_rows((yield _path_query(lookup_id(session_id), lookup_id(leaf), last)))
     if not path:
         raise UnknownNodeError(session_id, leaf)
     while path[0].parent is not None and _starts_on_tool_result(path[0].turn):
@@ -345,7 +400,7 @@ def list_sessions(
         sessions, count.label("node_count"), _tip_count().label("branch_count")
     ).order_by(sessions.c.updated_at.desc(), sessions.c.id)
     if session_id is not None:
-        query = query.where(sessions.c.id == session_id)
+        query = query.where(sessions.c.id == lookup_id(session_id))
     if tag is not None:
         tagged = select(session_tags.c.session_id).where(session_tags.c.tag == tag)
         query = query.where(sessions.c.id.in_(tagged))
@@ -393,8 +448,9 @@ def delete_session(session_id: str) -> Plan[bool]:
     """Delete a session with all its nodes and records; False when there was none."""
     # Unlink parents first: cascading through the parent foreign key would recurse once per
     # level of the DAG, which SQLite refuses beyond 1,000 levels.
-    yield update(nodes).where(nodes.c.session_id == session_id).values(parent_id=None)
-    result = yield delete(sessions).where(sessions.c.id == session_id)
+    key = lookup_id(session_id)
+    yield update(nodes).where(nodes.c.session_id == key).values(parent_id=None)
+    result = yield delete(sessions).where(sessions.c.id == key)
     return bool(result.rowcount)
 
 

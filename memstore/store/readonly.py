@@ -3,7 +3,10 @@
 SQLite: a separate connection opened read-only (`mode=ro`) with an authorizer that allows only
 reading (no ATTACH, no PRAGMA, no writes); the driver refuses more than one statement.
 PostgreSQL: a READ ONLY transaction that has already taken its snapshot (so it cannot be made
-READ WRITE), a prepared statement (so only one statement), and a rollback whatever happens.
+READ WRITE), a prepared statement (so only one statement), a check that the statement took no
+transaction id (which every write takes), and a rollback whatever happens. A
+superuser's query runs as the predefined role `pg_read_all_data`: a read-only transaction still
+lets a superuser write files on the server (`COPY ... TO '/path'`, `lo_export`).
 """
 
 from __future__ import annotations
@@ -67,15 +70,41 @@ def _postgres(engine: Engine, sql: str, limit: int) -> QueryResult:
         try:
             with driver.cursor() as cursor:
                 cursor.execute("SET TRANSACTION READ ONLY")
-                cursor.execute("SELECT 1")  # takes the snapshot: READ WRITE is now refused
+                # This first query takes the snapshot: READ WRITE is refused from now on.
+                cursor.execute(_SUPERUSER_CHECK)
+                superuser, reader_role = cursor.fetchone()
+                if superuser:
+                    if not reader_role:
+                        raise QueryError(_NO_READER_ROLE)
+                    cursor.execute("SET LOCAL ROLE pg_read_all_data")
                 cursor.execute(sql, prepare=True)  # a prepared statement holds one statement
-                return _fetch(cursor, limit)
+                result = _fetch(cursor, limit)
+                # Any write takes a transaction id; PostgreSQL lets some through a READ ONLY
+                # transaction (EXPLAIN ANALYZE CREATE TABLE ... AS). The rollback undoes them.
+                cursor.execute("SELECT txid_current_if_assigned() IS NOT NULL")
+                if cursor.fetchone()[0]:
+                    raise QueryError(_WROTE)
+                return result
         except psycopg.Error as exc:
             raise QueryError(_explain(str(exc).strip())) from exc
         finally:
             with contextlib.suppress(psycopg.Error):  # e.g. a COPY left the connection mid-copy
                 driver.rollback()
             connection.invalidate()  # never hand this connection back to the pool
+
+
+_SUPERUSER_CHECK = """
+    SELECT current_setting('is_superuser') = 'on',
+           EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'pg_read_all_data')
+"""
+_WROTE = (
+    "the statement wrote to the database (undone: memstore sql only reads, it cannot change the "
+    "database)"
+)
+_NO_READER_ROLE = (
+    "memstore sql does not run queries as a PostgreSQL superuser on a server without the "
+    "pg_read_all_data role (PostgreSQL 14 and later have it): connect as an ordinary role"
+)
 
 
 def _explain(message: str) -> str:

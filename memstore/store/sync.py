@@ -19,7 +19,8 @@ from memstore.store.errors import translate_database_errors
 from memstore.store.files import atomic_text_file
 from memstore.store.handle import HandleBase
 from memstore.store.migrate import current_revision, downgrade, upgrade
-from memstore.store.plans import UNSET, Plan, SessionInfo, StoreStats, Unset, as_call
+from memstore.store.plans import UNSET, Plan, SessionInfo, Step, StoreStats, Unset, as_call
+from memstore.store.prepared import Prepared
 from memstore.store.readonly import QueryResult, run_read_only
 from memstore.store.search import SearchHit
 from memstore.store.transfer import ImportReport, Progress
@@ -39,12 +40,23 @@ __all__ = ["SessionHandle", "SessionStore"]
 T = TypeVar("T")
 
 
+def execute(connection: Connection, step: Step) -> Any:
+    """One step of a plan: a prepared statement on the driver's cursor, else through Core."""
+    if isinstance(step, tuple) and isinstance(step[0], Prepared):
+        cursor = connection.connection.cursor()
+        try:
+            return step[0].run(cursor, connection.dialect, step[1])
+        finally:
+            cursor.close()
+    return connection.execute(*as_call(step))
+
+
 def drive(plan: Plan[T], connection: Connection) -> T:
     """Run a plan's statements on `connection`, feeding each result back to the plan."""
     try:
-        statement = next(plan)
+        step = next(plan)
         while True:
-            statement = plan.send(connection.execute(*as_call(statement)))
+            step = plan.send(execute(connection, step))
     except StopIteration as done:
         return done.value  # type: ignore[no-any-return]
 

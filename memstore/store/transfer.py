@@ -13,13 +13,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
-from sqlalchemy import Select, and_, insert, select, text, update
+from sqlalchemy import Select, and_, select, text, update
 
 from memstore.errors import JsonlError, UnknownSessionError
 from memstore.jsonl import ReadOutcome, Record, head_line, node_line, read_records, verify_node_id
-from memstore.store.plans import Plan, ensure_session, node_rows, now_ms
+from memstore.store.plans import (
+    INSERT_BLOCKS,
+    INSERT_NODES,
+    INSERT_RECORDS,
+    Plan,
+    ensure_session,
+    fetch,
+    lookup_id,
+    node_id_problem,
+    node_rows,
+    now_ms,
+)
 from memstore.store.rows import block_rows, node_row
-from memstore.store.tables import node_blocks, nodes, records, sessions
+from memstore.store.tables import nodes, records, sessions
 from memstore.types import Migrator, validate_session_id
 
 __all__ = [
@@ -188,13 +199,13 @@ class _Batch:
 
     def flush(self) -> Plan[None]:
         if self.nodes:
-            yield insert(nodes), self.nodes
+            yield from fetch(INSERT_NODES, self.nodes)
             self.nodes = []
         if self.blocks:
-            yield insert(node_blocks), self.blocks
+            yield from fetch(INSERT_BLOCKS, self.blocks)
             self.blocks = []
         if self.records:
-            yield insert(records), self.records
+            yield from fetch(INSERT_RECORDS, self.records)
             self.records = []
 
 
@@ -218,6 +229,8 @@ def _import_node(
             f"node {record.node_id!r} names parent {record.parent!r}, "
             "which no earlier line defines",
         )
+    if problem := node_id_problem(record.node_id):
+        raise JsonlError(path, number, f"node id {record.node_id[:40]!r}... {problem}")
     if record.node_id in known:
         yield from batch.flush()
         stored = (yield node_rows(report.session_id, [record.node_id])).one()
@@ -344,7 +357,7 @@ def export_session(session_id: str, out: TextIO) -> Plan[int]:
     Raises:
         UnknownSessionError: there is no such session.
     """
-    if (yield select(sessions.c.id).where(sessions.c.id == session_id)).first() is None:
+    if (yield select(sessions.c.id).where(sessions.c.id == lookup_id(session_id))).first() is None:
         raise UnknownSessionError(f"no session {session_id!r}")
     count = 0
     stored = yield from _stored_lines(session_id)

@@ -1,0 +1,116 @@
+"""Prepared statements (the hot paths' way to the driver), and the garbage-collector pause."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import threading
+from typing import Any
+
+import pytest
+from sqlalchemy import bindparam, select, update
+
+from memstore import SessionStore
+from memstore.errors import DatabaseError
+from memstore.store import aio, plans
+from memstore.store.bulk import paused_gc
+from memstore.store.errors import translate_database_errors
+from memstore.store.prepared import Prepared
+from memstore.store.sync import drive
+from memstore.store.tables import sessions
+
+SET_META = Prepared(
+    update(sessions)
+    .where(sessions.c.id == bindparam("session_id"))
+    .values(meta=bindparam("meta"), title=None)  # a JSON column, and a value bound in place
+)
+TITLES = Prepared(select(sessions.c.id, sessions.c.title).order_by(sessions.c.id))
+ROWS: list[dict[str, Any]] = [
+    {"session_id": "a", "meta": {"n": 1, "é": [True]}},
+    {"session_id": "b", "meta": None},
+]
+
+
+def set_meta_plan(dialect: str) -> plans.Plan[list[tuple[Any, ...]]]:
+    for row in ROWS:
+        yield from plans.ensure_session(dialect, row["session_id"], 1)
+    yield from plans.fetch(SET_META, ROWS)  # executemany
+    return (yield from plans.fetch(TITLES, {}))  # rows as the driver gives them
+
+
+def check_metadata(store: SessionStore) -> None:
+    """The JSON column's bind conversion ran, and the title bound in the statement was set."""
+    assert [(info.id, info.title, info.metadata) for info in store.sessions()] == [
+        ("a", None, {"n": 1, "é": [True]}),
+        ("b", None, {}),
+    ]
+
+
+def test_prepared_statements_bind_converted_values_defaults_and_many_rows(
+    database_url: str,
+) -> None:
+    with SessionStore(database_url) as store:
+        store.update_session("a", title="set before")
+        with store.transaction(write=True) as connection:
+            assert drive(set_meta_plan(store.dialect), connection) == [("a", None), ("b", None)]
+        check_metadata(store)
+
+
+def test_prepared_statements_run_the_same_on_an_async_connection(database_url: str) -> None:
+    async def run() -> list[tuple[Any, ...]]:
+        store = aio.AsyncSessionStore(database_url)
+        try:
+            await store.open()
+            async with store.transaction(write=True) as connection:
+                return await aio.drive(set_meta_plan(store.dialect), connection)
+        finally:
+            await store.close()
+
+    assert asyncio.run(run()) == [("a", None), ("b", None)]
+    with SessionStore(database_url) as store:
+        check_metadata(store)
+
+
+def test_a_driver_error_from_a_prepared_statement_is_a_database_error(database_url: str) -> None:
+    def orphan_record() -> plans.Plan[None]:
+        record = {"session_id": "nobody", "kind": "append", "node_id": None, "raw": None}
+        yield from plans.fetch(plans.INSERT_RECORDS, record)  # no such session: a foreign key
+
+    with SessionStore(database_url) as store:
+        with (
+            pytest.raises(DatabaseError, match=r"logging an orphan failed: .*(FOREIGN|foreign)"),
+            translate_database_errors("logging an orphan"),
+            store.transaction(write=True) as connection,
+        ):
+            drive(orphan_record(), connection)
+        assert store.list_sessions() == []
+
+
+def test_paused_gc_nests_across_threads_and_restores_the_collector_once() -> None:
+    assert gc.isenabled()
+    inside = threading.Barrier(2)
+    states: list[bool] = []
+
+    def worker() -> None:
+        with paused_gc():
+            inside.wait()  # both threads are inside their pause here
+            states.append(gc.isenabled())
+            inside.wait()
+
+    threads = [threading.Thread(target=worker) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert states == [False, False]
+    assert gc.isenabled()
+
+
+def test_paused_gc_leaves_a_disabled_collector_disabled() -> None:
+    gc.disable()
+    try:
+        with paused_gc():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
