@@ -96,17 +96,34 @@ class Record:
     turn_json: str = ""
 
 
+def _id_json(value: str | None) -> str:
+    """`JSON.stringify` of an id: quick for the usual ASCII letters and digits (hashes)."""
+    if value is not None and value.isascii() and value.isalnum():
+        return f'"{value}"'
+    return jsjson.dumps(value)
+
+
+def _time_json(value: int) -> str:
+    """`JSON.stringify` of a time: quick for integers JavaScript holds exactly."""
+    if type(value) is int and -_SAFE_INTEGER <= value <= _SAFE_INTEGER:
+        return str(value)
+    return jsjson.dumps(value)
+
+
+_SAFE_INTEGER = 2**53 - 1
+
+
 def node_line(node_id: str, parent: str | None, turn_json: str, created_at: int) -> str:
     """The line the original writer writes for a node (with its newline)."""
     return (
-        f'{{"type":"node","node":{{"id":{jsjson.dumps(node_id)},"parent":{jsjson.dumps(parent)},'
-        f'"turn":{turn_json},"createdAt":{jsjson.dumps(created_at)}}}}}\n'
+        f'{{"type":"node","node":{{"id":{_id_json(node_id)},"parent":{_id_json(parent)},'
+        f'"turn":{turn_json},"createdAt":{_time_json(created_at)}}}}}\n'
     )
 
 
 def head_line(leaf: str) -> str:
     """The line the original writer writes for a head marker (with its newline)."""
-    return f'{{"type":"head","leaf":{jsjson.dumps(leaf)}}}\n'
+    return f'{{"type":"head","leaf":{_id_json(leaf)}}}\n'
 
 
 _REQUIRED_FIELDS: Mapping[str, tuple[tuple[str, type], ...]] = {

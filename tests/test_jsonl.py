@@ -21,7 +21,7 @@ from memstore import (
     jsjson,
 )
 from memstore.errors import UnknownSessionError
-from memstore.jsonl import JsonlSessionStore
+from memstore.jsonl import JsonlSessionStore, head_line, node_line
 from memstore.store import SessionStore, create_store_engine
 
 from .conftest import LEGACY, LEGACY_FILES, expected_for
@@ -429,3 +429,20 @@ def test_generated_sessions_round_trip_byte_for_byte(
         jsjson.dumps(n.to_json()) for n in graph.all()
     ]
     assert loaded.leaf == graph.leaf
+
+
+@given(
+    node_id=st.text() | st.text("0123456789abcdef", min_size=32, max_size=32),
+    parent=st.none() | st.text(max_size=4) | st.just("a1B2"),
+    created_at=st.integers() | st.sampled_from([2**53 - 1, 2**53, -(2**53) + 1, 10**21]),
+)
+def test_record_lines_render_ids_and_times_as_json_stringify_does(
+    node_id: str, parent: str | None, created_at: int
+) -> None:
+    """The quick paths for plain ids and safe integers agree with the general encoder."""
+    expected = (
+        f'{{"type":"node","node":{{"id":{jsjson.dumps(node_id)},"parent":{jsjson.dumps(parent)},'
+        f'"turn":{{}},"createdAt":{jsjson.dumps(created_at)}}}}}\n'
+    )
+    assert node_line(node_id, parent, "{}", created_at) == expected
+    assert head_line(node_id) == f'{{"type":"head","leaf":{jsjson.dumps(node_id)}}}\n'

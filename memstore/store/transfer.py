@@ -111,14 +111,16 @@ def _stored_records(session_id: str) -> Select[Any]:
     )
 
 
-def render_record(row: Any) -> str:
-    """A stored record's line (an append's two lines), exactly as they were written."""
-    if row.raw is not None:
-        return str(row.raw)
-    if row.kind == "head":
-        return head_line(row.node_id)
-    node = node_line(row.node_id, row.parent_id, row.turn_json, row.created_at)
-    return node + head_line(row.node_id) if row.kind == "append" else node
+def render_record(row: Sequence[Any]) -> str:
+    """A stored record's line (an append's two lines), exactly as they were written, from a
+    `_stored_records` row: (kind, node_id, raw, parent_id, turn_json, created_at)."""
+    kind, node_id, raw, parent_id, turn_json, created_at = row
+    if raw is not None:
+        return str(raw)
+    if kind == "head":
+        return head_line(node_id)
+    node = node_line(node_id, parent_id, turn_json, created_at)
+    return node + head_line(node_id) if kind == "append" else node
 
 
 def _stored_lines(session_id: str) -> Plan[Generator[str, None, None]]:
