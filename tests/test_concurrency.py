@@ -1,9 +1,12 @@
-"""Several processes writing one database: no lost appends, no silent forks, no lock errors."""
+"""Several processes writing and reading one database: no lost appends, no silent forks, no
+lock errors, and no reader ever sees a node without its parent."""
 
 from __future__ import annotations
 
 import itertools
 import multiprocessing
+import os
+from pathlib import Path
 
 import sqlalchemy
 
@@ -92,3 +95,73 @@ def test_compare_and_set_keeps_a_shared_session_one_chain(database_url: str) -> 
         assert len(store.load_path("chain")) == WORKERS * CAS_APPENDS
     finally:
         store.close()
+
+
+MIXED_WRITERS = 8
+MIXED_READERS = 3
+MIXED_APPENDS = 100
+
+
+def _append_some(url: str, worker: int) -> None:
+    """100 appends to a private session and 100 to the shared one (last writer wins)."""
+    store = SessionStore(url)
+    clock = itertools.count(1_000_000 * worker)
+    for session_id in (f"private-{worker}", "shared"):
+        graph = SessionGraph(session_id, clock=clock.__next__)
+        for n in range(MIXED_APPENDS):
+            store.append_node(session_id, graph.append(_say(worker, n)))
+    store.close()
+
+
+def _read_until(url: str, stop: str) -> tuple[list[int], list[str]]:
+    """Load, walk and search the shared session until `stop` exists; every node a reader sees
+    must have its parent, and every head and hit must name a stored node."""
+    store = SessionStore(url)
+    sizes: list[int] = []  # the shared session's size at each read
+    problems: list[str] = []
+    while not os.path.exists(stop) or not sizes:
+        graph = store.load_session("shared")
+        sizes.append(graph.size)
+        for node in graph.all():
+            if node.parent is not None and graph.get(node.parent) is None:
+                problems.append(f"{node.id} without its parent {node.parent}")
+        if graph.leaf is not None and graph.get(graph.leaf) is None:
+            problems.append(f"head {graph.leaf} names no node")
+        path = store.load_path_nodes("shared")
+        if any(child.parent != parent.id for parent, child in itertools.pairwise(path)):
+            problems.append("a path with a gap")
+        for hit in store.search("worker turn", session_id="shared", limit=5):
+            if store.load_path_nodes("shared", hit.node_id) == []:
+                problems.append(f"hit {hit.node_id} names no node")
+    store.close()
+    return sizes, problems
+
+
+def test_eight_writers_and_three_readers_at_once(database_url: str, tmp_path: Path) -> None:
+    SessionStore(database_url).close()  # migrate once, up front
+    stop = str(tmp_path / "stop")
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(MIXED_WRITERS + MIXED_READERS) as pool:
+        readers = [
+            pool.apply_async(_read_until, (database_url, stop)) for _ in range(MIXED_READERS)
+        ]
+        writers = pool.starmap_async(
+            _append_some, [(database_url, worker) for worker in range(MIXED_WRITERS)]
+        )
+        writers.get(timeout=600)  # re-raises any writer's error (a lock error included)
+        Path(stop).touch()
+        results = [reader.get(timeout=600) for reader in readers]
+    assert [problems for _, problems in results] == [[]] * MIXED_READERS
+    total = MIXED_WRITERS * MIXED_APPENDS
+    seen = {size for sizes, _ in results for size in sizes}
+    assert any(0 < size < total for size in seen), "no read overlapped the writers"
+    with SessionStore(database_url) as store:
+        for worker in range(MIXED_WRITERS):
+            assert len(store.load_path(f"private-{worker}")) == MIXED_APPENDS
+        shared = store.load_session("shared")
+        assert shared.size == MIXED_WRITERS * MIXED_APPENDS
+        assert shared.leaf is not None
+        assert shared.get(shared.leaf) is not None
+    appends = 2 * MIXED_WRITERS * MIXED_APPENDS
+    assert _count(database_url, "SELECT count(*) FROM records") == appends
+    assert _count(database_url, "SELECT count(*) FROM nodes") == appends
