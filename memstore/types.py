@@ -189,7 +189,9 @@ class _Wire(_Contract):
     def _layout(cls, keys: tuple[str, ...]) -> _Layout | None:
         """How `_trusted` builds this class from data with `keys` (None: a required key is
         missing), worked out once per class and key tuple."""
-        known = _LAYOUTS.setdefault(cls, {})
+        known = _LAYOUTS.get(cls)
+        if known is None:
+            known = _LAYOUTS[cls] = {}
         found = known.get(keys)
         if found is None:
             by_key = {name: name for name in cls.model_fields}

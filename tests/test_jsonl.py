@@ -446,3 +446,33 @@ def test_record_lines_render_ids_and_times_as_json_stringify_does(
     )
     assert node_line(node_id, parent, "{}", created_at) == expected
     assert head_line(node_id) == f'{{"type":"head","leaf":{jsjson.dumps(node_id)}}}\n'
+
+
+@pytest.mark.parametrize(("text", "number", "problem"), BAD_INPUT.values(), ids=BAD_INPUT.keys())
+def test_bad_input_is_named_the_same_across_read_ahead_chunks(
+    sqlite_url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    text: str,
+    number: int,
+    problem: str,
+) -> None:
+    """Imports read ahead a chunk of lines to look their ids up at once; with chunks of two
+    lines, the bad line is still the one named, and a later unparsable line does not win."""
+    monkeypatch.setattr("memstore.store.transfer.BATCH_ROWS", 2)
+    with SessionStore(sqlite_url) as opened:
+        source = write(tmp_path / "bad.jsonl", (text + "{not json\n").encode())
+        with pytest.raises(JsonlError) as info:
+            opened.import_jsonl(source)
+        assert (info.value.line, problem in str(info.value)) == (number, True)
+        assert opened.list_sessions() == []
+
+
+@pytest.mark.parametrize("path", LEGACY_FILES, ids=lambda p: p.stem)
+def test_legacy_files_round_trip_with_tiny_read_ahead_chunks(
+    sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: Path
+) -> None:
+    monkeypatch.setattr("memstore.store.transfer.BATCH_ROWS", 2)
+    with SessionStore(sqlite_url) as opened:
+        assert round_trip(opened, path, tmp_path) == path.read_bytes()
+        assert opened.head(path.stem) == expected_for(path)["leaf"]

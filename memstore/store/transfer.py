@@ -8,6 +8,7 @@ batches, so memory stays bounded by the largest line, not the file.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +32,7 @@ from memstore.store.plans import (
 )
 from memstore.store.rows import block_rows, node_row
 from memstore.store.tables import nodes, records, sessions
-from memstore.types import Migrator, validate_session_id
+from memstore.types import Migrator, is_storable_text, validate_session_id
 
 __all__ = [
     "FileImport",
@@ -164,6 +165,7 @@ class _Batch:
         self.nodes: list[dict[str, Any]] = []
         self.blocks: list[dict[str, Any]] = []
         self.records: list[dict[str, Any]] = []
+        self.node_ids: set[str] = set()
 
     def add_record(self, kind: str, node_id: str | None, raw: str | None) -> None:
         """Queue a record; a canonical head right after its canonical node makes an append."""
@@ -181,7 +183,10 @@ class _Batch:
         )
 
     def full(self) -> bool:
-        """Whether to flush now: enough rows, and not waiting for a node's head line."""
+        """Whether to flush now: enough rows, and not waiting for a node's head line (unless
+        the file has nodes without heads, for twice as long)."""
+        if len(self.records) >= 2 * BATCH_ROWS:
+            return True
         return len(self.records) >= BATCH_ROWS and self.records[-1]["kind"] != "node"
 
     def add_node(self, record: Record) -> None:
@@ -198,6 +203,7 @@ class _Batch:
             )
         )
         self.blocks.extend(block_rows(self.session_id, record.node_id, record.turn))
+        self.node_ids.add(record.node_id)
 
     def flush(self) -> Plan[None]:
         if self.nodes:
@@ -209,6 +215,7 @@ class _Batch:
         if self.records:
             yield from fetch(INSERT_RECORDS, self.records)
             self.records = []
+        self.node_ids = set()
 
 
 @dataclass
@@ -255,6 +262,40 @@ def _import_node(
     report.nodes += 1
 
 
+def _in_chunks(records: Iterator[Record]) -> Iterator[tuple[Record, list[Record] | None]]:
+    """Each record, with (on the first record of every chunk of BATCH_ROWS) the chunk itself:
+    read ahead so that the ids a chunk names are looked up in one query. A line that does not
+    parse is reported after the lines before it were handled, as without the read-ahead."""
+    while True:
+        chunk: list[Record] = []
+        try:
+            chunk.extend(itertools.islice(records, BATCH_ROWS))
+        except JsonlError as error:
+            yield from _with_chunk(chunk)
+            raise error
+        yield from _with_chunk(chunk)
+        if len(chunk) < BATCH_ROWS:
+            return
+
+
+def _with_chunk(chunk: list[Record]) -> Iterator[tuple[Record, list[Record] | None]]:
+    for index, record in enumerate(chunk):
+        yield record, chunk if index == 0 else None
+
+
+def _known_ids(session_id: str, chunk: list[Record], batch: _Batch) -> Plan[set[str]]:
+    """The ids that `chunk` names (nodes, parents, heads) which the session holds already,
+    stored or waiting in `batch`. Memory stays bounded by the chunk, not the session."""
+    named = {record.node_id for record in chunk} | {record.parent for record in chunk}
+    wanted = [
+        node_id
+        for node_id in named
+        if node_id is not None and node_id not in batch.node_ids and is_storable_text(node_id)
+    ]
+    stored = select(nodes.c.id).where(nodes.c.session_id == session_id, nodes.c.id.in_(wanted))
+    return set((yield stored).scalars()) | batch.node_ids if wanted else set(batch.node_ids)
+
+
 def import_file(
     dialect: str,
     path: Path,
@@ -276,13 +317,16 @@ def import_file(
             yield text("SET LOCAL plan_cache_mode = force_custom_plan")
         report.leaf = yield from ensure_session(dialect, session_id, now_ms())
         offset, lines = yield from _match_prefix(path, session_id, file)
-        known = set((yield select(nodes.c.id).where(nodes.c.session_id == session_id)).scalars())
         outcome = ReadOutcome([])
         batch = _Batch(session_id)
         new_head = None
-        for record in read_records(
+        records = read_records(
             path, file, migrators, offset=offset, number=lines + 1, outcome=outcome
-        ):
+        )
+        known: set[str] = set()
+        for record, chunk in _in_chunks(records):
+            if chunk is not None:  # the ids these lines name that the session holds already
+                known = yield from _known_ids(session_id, chunk, batch)
             if record.kind == "node":
                 yield from _import_node(report, record, known, batch, options)
             elif record.kind == "head":
