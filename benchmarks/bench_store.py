@@ -5,7 +5,8 @@
   advance, into memstore's own schema (its indexes and full-text triggers included), with the
   same journal mode and synchronous level — goal <= 2.5x. Also shown, for scale: the same
   appends as two rows into two bare tables (what the schema itself costs);
-- `load_session` of a 10,000-node session vs raw `SELECT` + `json.loads` — goal <= 2x;
+- `load_session` of a 10,000-node session vs raw `SELECT` + `json.loads` — goal <= 2x. Also
+  shown: the same raw read of memstore's own table, whose rows are wider (search text, role);
 - `load_path` to a leaf at depth 100 in a 20,000-node session vs `load_session` — goal >= 20x
   faster.
 
@@ -134,6 +135,17 @@ def raw_load(path: Path) -> None:
     connection.close()
 
 
+def raw_load_same_rows(path: Path, session_id: str) -> None:
+    """The floor's SELECT + json.loads, on memstore's own table (wider rows, more pages)."""
+    connection = sqlite3.connect(path)
+    rows = connection.execute(
+        "SELECT id, parent_id, turn_json, created_at FROM nodes WHERE session_id = ? ORDER BY pk",
+        (session_id,),
+    )
+    [(node_id, parent, json.loads(text), t) for node_id, parent, text, t in rows]
+    connection.close()
+
+
 def main() -> int:
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
@@ -158,9 +170,11 @@ def main() -> int:
         raw_appends(root / "raw10k.db", big)
         for node in big:
             store.append_node("big", node)
-        floor = timed(lambda: raw_load(root / "raw10k.db"), repeat=3)
-        ours = timed(lambda: store.load_session("big"), repeat=3)
+        floor = timed(lambda: raw_load(root / "raw10k.db"), repeat=5)
+        same = timed(lambda: raw_load_same_rows(root / "store.db", "big"), repeat=5)
+        ours = timed(lambda: store.load_session("big"), repeat=5)
         rows.append(("load_session 10k", floor, ours, ours / floor, "<= 2x"))
+        rows.append(("  vs memstore's table", same, ours, ours / same, "(for scale)"))
 
         wide = chain("wide", 20_000, branch_every=150)
         for node in wide:

@@ -361,6 +361,15 @@ def test_the_jsonl_store_refuses_ids_that_leave_its_root(tmp_path: Path, bad: st
     assert not (tmp_path / "escape.jsonl").exists()
 
 
+def test_the_jsonl_store_refuses_ids_too_long_for_a_file_name(tmp_path: Path) -> None:
+    files = JsonlSessionStore(tmp_path)
+    node = build_graph("g").all()[0]
+    files.append_node("é" * 122, node)  # 244 bytes + ".jsonl": 250, fits
+    with pytest.raises(InvalidSessionIdError, match="too long for a file name"):
+        files.append_node("é" * 125, node)  # 250 bytes + ".jsonl": 256
+    assert files.list_sessions() == ["é" * 122]
+
+
 @pytest.mark.parametrize("path", LEGACY_FILES, ids=lambda p: p.stem)
 def test_the_jsonl_store_loads_legacy_files_as_the_original(path: Path) -> None:
     expected = expected_for(path)
