@@ -22,15 +22,14 @@ def _say(worker: int, n: int) -> dict[str, object]:
     return {"role": "user", "blocks": [{"kind": "text", "text": f"worker {worker} turn {n}"}]}
 
 
-def _append_many(url: str, worker: int) -> None:
-    """300 appends to a private session and 300 to a shared one (last writer wins)."""
+def _append_many(url: str, worker: int, appends: int = APPENDS) -> None:
+    """`appends` appends to a private session and as many to a shared one (last writer wins)."""
     store = SessionStore(url)
     clock = itertools.count(1_000_000 * worker)
     for session_id in (f"private-{worker}", "shared"):
         graph = SessionGraph(session_id, clock=clock.__next__)
-        for n in range(APPENDS):
-            node = graph.append(_say(worker, n))
-            store.append_node(session_id, node)
+        for n in range(appends):
+            store.append_node(session_id, graph.append(_say(worker, n)))
     store.close()
 
 
@@ -102,17 +101,6 @@ MIXED_READERS = 3
 MIXED_APPENDS = 100
 
 
-def _append_some(url: str, worker: int) -> None:
-    """100 appends to a private session and 100 to the shared one (last writer wins)."""
-    store = SessionStore(url)
-    clock = itertools.count(1_000_000 * worker)
-    for session_id in (f"private-{worker}", "shared"):
-        graph = SessionGraph(session_id, clock=clock.__next__)
-        for n in range(MIXED_APPENDS):
-            store.append_node(session_id, graph.append(_say(worker, n)))
-    store.close()
-
-
 def _read_until(url: str, stop: str) -> tuple[list[int], list[str]]:
     """Load, walk and search the shared session until `stop` exists; every node a reader sees
     must have its parent, and every head and hit must name a stored node."""
@@ -146,7 +134,8 @@ def test_eight_writers_and_three_readers_at_once(database_url: str, tmp_path: Pa
             pool.apply_async(_read_until, (database_url, stop)) for _ in range(MIXED_READERS)
         ]
         writers = pool.starmap_async(
-            _append_some, [(database_url, worker) for worker in range(MIXED_WRITERS)]
+            _append_many,
+            [(database_url, worker, MIXED_APPENDS) for worker in range(MIXED_WRITERS)],
         )
         writers.get(timeout=600)  # re-raises any writer's error (a lock error included)
         Path(stop).touch()
