@@ -69,6 +69,8 @@ def create_async_store_engine(url: str | URL = DEFAULT_URL, **kwargs: Any) -> As
 async def execute(connection: AsyncConnection, step: Step) -> Any:
     """One step of a plan: a prepared statement straight to the driver, else through Core."""
     if isinstance(step, tuple) and isinstance(step[0], Prepared):
+        if step[0].streamed:  # export and import plans run on the sync connection (run_sync)
+            raise TypeError("a streamed statement runs on a sync connection (use run_sync)")
         compiled = step[0].compiled(connection.dialect)
         result = await connection.exec_driver_sql(compiled.sql, compiled.driver_params(step[1]))
         return [tuple(row) for row in result] if result.returns_rows else []

@@ -11,18 +11,20 @@ as the driver gives them (plain tuples, no result type conversion).
 from __future__ import annotations
 
 import copy
+import itertools
 import sqlite3
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from sqlalchemy import Dialect, Executable, Table
 from sqlalchemy import insert as sa_insert
 
-__all__ = ["Compiled", "Params", "Prepared", "Rows", "is_driver_error"]
+__all__ = ["Compiled", "Params", "Prepared", "Rows", "is_driver_error", "stream_rows"]
 
 Params: TypeAlias = Mapping[str, Any] | Sequence[Mapping[str, Any]]
 Rows: TypeAlias = list[tuple[Any, ...]]
+STREAM_ROWS = 1000
 
 
 @dataclass(frozen=True)
@@ -65,10 +67,14 @@ def _named(dialect: Dialect) -> Dialect:
 class Prepared:
     """A statement compiled once per dialect, to run without SQLAlchemy's per-call work."""
 
-    def __init__(self, statement: Executable, columns: Sequence[str] | None = None) -> None:
-        """`columns`: for an INSERT without values, the columns every row gives."""
+    def __init__(
+        self, statement: Executable, columns: Sequence[str] | None = None, *, streamed: bool = False
+    ) -> None:
+        """`columns`: for an INSERT without values, the columns every row gives. `streamed`: a
+        query whose rows come as an iterator, a batch at a time (on sync connections only)."""
         self.statement = statement
         self.columns = list(columns) if columns is not None else None
+        self.streamed = streamed
         self._compiled: dict[tuple[str, str], Compiled] = {}
 
     @classmethod
@@ -92,6 +98,8 @@ class Prepared:
         compiled = self.statement.compile(  # type: ignore[attr-defined]
             dialect=named, column_keys=self.columns
         )
+        if "POSTCOMPILE" in compiled.string:
+            raise ValueError(f"an IN list of varying length cannot be prepared: {self.statement}")
         defaults: dict[str, Any] = {}
         processors: dict[str, Callable[[Any], Any]] = {}
         for bind, name in compiled.bind_names.items():  # each parameter, by its name in the SQL
@@ -110,6 +118,30 @@ class Prepared:
         else:
             cursor.executemany(compiled.sql, compiled.driver_params(params))
         return cursor.fetchall() if cursor.description is not None else []
+
+
+_cursor_names = itertools.count()
+
+
+def stream_rows(
+    prepared: Prepared, connection: Any, dialect: Dialect, params: Params
+) -> Iterator[tuple[Any, ...]]:
+    """Run a streamed query on a DBAPI connection and yield its rows, fetched a batch at a
+    time (PostgreSQL: through a server-side cursor), so memory holds a batch, not the result.
+    The query runs when iteration starts; the cursor closes when it ends or is closed."""
+    if not isinstance(params, Mapping):
+        raise TypeError("a streamed query takes one set of parameters")
+    compiled = prepared.compiled(dialect)
+    if dialect.name == "postgresql":
+        cursor = connection.cursor(f"memstore_stream_{next(_cursor_names)}")  # server-side
+    else:
+        cursor = connection.cursor()
+    try:
+        cursor.execute(compiled.sql, compiled.parameters(params))
+        while rows := cursor.fetchmany(STREAM_ROWS):
+            yield from rows
+    finally:
+        cursor.close()
 
 
 def _driver_errors() -> tuple[type[Exception], ...]:

@@ -20,7 +20,7 @@ from memstore.store.files import atomic_text_file
 from memstore.store.handle import HandleBase
 from memstore.store.migrate import current_revision, downgrade, upgrade
 from memstore.store.plans import UNSET, Plan, SessionInfo, Step, StoreStats, Unset, as_call
-from memstore.store.prepared import Prepared
+from memstore.store.prepared import Prepared, stream_rows
 from memstore.store.readonly import QueryResult, run_read_only
 from memstore.store.search import SearchHit
 from memstore.store.transfer import ImportReport, Progress
@@ -43,6 +43,8 @@ T = TypeVar("T")
 def execute(connection: Connection, step: Step) -> Any:
     """One step of a plan: a prepared statement on the driver's cursor, else through Core."""
     if isinstance(step, tuple) and isinstance(step[0], Prepared):
+        if step[0].streamed:
+            return stream_rows(step[0], connection.connection, connection.dialect, step[1])
         cursor = connection.connection.cursor()
         try:
             return step[0].run(cursor, connection.dialect, step[1])

@@ -8,13 +8,14 @@ batches, so memory stays bounded by the largest line, not the file.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
-from sqlalchemy import Select, and_, select, text, update
+from sqlalchemy import and_, bindparam, or_, select, text, update
 
 from memstore.errors import JsonlError, UnknownSessionError
 from memstore.jsonl import ReadOutcome, Record, head_line, node_line, read_records, verify_node_id
@@ -30,6 +31,7 @@ from memstore.store.plans import (
     node_rows,
     now_ms,
 )
+from memstore.store.prepared import Prepared
 from memstore.store.rows import block_rows, node_row
 from memstore.store.tables import nodes, records, sessions
 from memstore.types import Migrator, is_storable_text, validate_session_id
@@ -46,8 +48,6 @@ __all__ = [
 ]
 
 BATCH_ROWS = 1000
-STREAM_ROWS = 1000
-
 Progress = Callable[[int, int], None]
 """Called as records are imported: (bytes read so far, records read so far)."""
 
@@ -87,34 +87,34 @@ class ImportReport:
         return [warning for item in self.files for warning in item.warnings]
 
 
-def _stored_records(session_id: str) -> Select[Any]:
-    """The session's records in order, with what is needed to render each line."""
-    return (
-        select(
-            records.c.kind,
-            records.c.node_id,
-            records.c.raw,
-            nodes.c.parent_id,
-            nodes.c.turn_json,
-            nodes.c.created_at,
-        )
-        .outerjoin(
-            nodes,
-            and_(
-                nodes.c.session_id == records.c.session_id,
-                nodes.c.id == records.c.node_id,
-                records.c.kind.in_(("node", "append")),
-            ),
-        )
-        .where(records.c.session_id == session_id)
-        .order_by(records.c.pk)
-        .execution_options(yield_per=STREAM_ROWS)
+# The session's records in order, with what is needed to render each line: streamed from the
+# driver's cursor (a server-side one on PostgreSQL), a batch at a time.
+_STORED_RECORDS = Prepared(
+    select(
+        records.c.kind,
+        records.c.node_id,
+        records.c.raw,
+        nodes.c.parent_id,
+        nodes.c.turn_json,
+        nodes.c.created_at,
     )
+    .outerjoin(
+        nodes,
+        and_(
+            nodes.c.session_id == records.c.session_id,
+            nodes.c.id == records.c.node_id,
+            or_(records.c.kind == "node", records.c.kind == "append"),
+        ),
+    )
+    .where(records.c.session_id == bindparam("session_id"))
+    .order_by(records.c.pk),
+    streamed=True,
+)
 
 
 def render_record(row: Sequence[Any]) -> str:
     """A stored record's line (an append's two lines), exactly as they were written, from a
-    `_stored_records` row: (kind, node_id, raw, parent_id, turn_json, created_at)."""
+    `_STORED_RECORDS` row: (kind, node_id, raw, parent_id, turn_json, created_at)."""
     kind, node_id, raw, parent_id, turn_json, created_at = row
     if raw is not None:
         return str(raw)
@@ -126,11 +126,11 @@ def render_record(row: Sequence[Any]) -> str:
 
 def _stored_lines(session_id: str) -> Plan[Generator[str, None, None]]:
     """The session's lines, streamed; the cursor closes when the iterator ends or is dropped."""
-    result = yield _stored_records(session_id)
+    rows: Any = yield _STORED_RECORDS, {"session_id": session_id}
 
     def lines() -> Generator[str, None, None]:
-        with result:
-            for row in result:
+        with contextlib.closing(rows):
+            for row in rows:
                 yield render_record(row)
 
     return lines()
