@@ -321,14 +321,6 @@ def _block_tag(value: Any) -> str:
     return kind if kind in _KNOWN_KINDS else "unknown"
 
 
-_BLOCK_CLASSES: dict[str, type[_BlockBase]] = {}
-
-
-def _block_class(data: Mapping[str, Any]) -> type[_BlockBase]:
-    """The block model for a block's wire data, chosen by its kind as validation chooses it."""
-    return _BLOCK_CLASSES.get(_block_tag(data), UnknownBlock)
-
-
 Block: TypeAlias = Annotated[
     Annotated[TextBlock, Tag("text")]
     | Annotated[ThinkingBlock, Tag("thinking")]
@@ -340,13 +332,14 @@ Block: TypeAlias = Annotated[
 ]
 
 
-_BLOCK_CLASSES.update(
-    text=TextBlock,
-    thinking=ThinkingBlock,
-    tool_call=ToolCallBlock,
-    tool_result=ToolResultBlock,
-    image=ImageBlock,
-)
+_BLOCK_CLASSES: dict[str, type[_BlockBase]] = {
+    "text": TextBlock,
+    "thinking": ThinkingBlock,
+    "tool_call": ToolCallBlock,
+    "tool_result": ToolResultBlock,
+    "image": ImageBlock,
+}
+"""The model of each known block kind (any other kind is an UnknownBlock), as in `Block`."""
 
 
 def _as_list(value: tuple[Any, ...], handler: SerializerFunctionWrapHandler) -> list[Any]:

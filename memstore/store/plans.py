@@ -49,7 +49,8 @@ T = TypeVar("T")
 Step: TypeAlias = Executable | tuple[Executable | Prepared, Params]
 """A statement, or a statement and its parameters (a list of rows: executemany)."""
 Plan: TypeAlias = Generator[Step, CursorResult[Any], T]
-"""Receives each statement's CursorResult; a Prepared statement's rows come through `fetch`."""
+"""Receives each statement's CursorResult; a Prepared statement's rows come through `fetch`
+(a streamed one's as an iterator)."""
 
 
 class Unset:
@@ -171,26 +172,10 @@ _MOVE_HEAD = Prepared(
     .where(sessions.c.id == bindparam("session_id"))
     .values(head=bindparam("new_head"), updated_at=bindparam("now"))
 )
-INSERT_NODES = Prepared.insert(
-    nodes,
-    ["session_id", "id", "parent_id", "role", "created_at", "turn_json", "search_text"],
-)
-INSERT_BLOCKS = Prepared.insert(
-    node_blocks,
-    [
-        "session_id",
-        "node_id",
-        "position",
-        "kind",
-        "text",
-        "tool_name",
-        "call_id",
-        "is_error",
-        "input_json",
-        "output_json",
-    ],
-)
-INSERT_RECORDS = Prepared.insert(records, ["session_id", "kind", "node_id", "raw"])
+# Inserts of whole rows (every column but the generated key), one row per parameter dict.
+INSERT_NODES = Prepared.insert(nodes, [c.name for c in nodes.columns if c.name != "pk"])
+INSERT_BLOCKS = Prepared.insert(node_blocks, [c.name for c in node_blocks.columns])
+INSERT_RECORDS = Prepared.insert(records, [c.name for c in records.columns if c.name != "pk"])
 
 
 def ensure_session(dialect: str, session_id: str, now: int) -> Plan[str | None]:
