@@ -99,6 +99,9 @@ class _Contract(BaseModel):
     )
 
 
+_setattr = object.__setattr__  # sets a frozen model's slots, as pydantic itself does
+
+
 def _private(model: BaseModel) -> dict[str, Any]:
     """A model's private state, set directly in pydantic's per-instance dict.
 
@@ -108,7 +111,7 @@ def _private(model: BaseModel) -> dict[str, Any]:
     private = model.__pydantic_private__
     if private is None:
         private = {}
-        object.__setattr__(model, "__pydantic_private__", private)
+        _setattr(model, "__pydantic_private__", private)
     return private
 
 
@@ -240,11 +243,10 @@ class _Wire(_Contract):
                 else:
                     values[name] = value
         model = cls.__new__(cls)
-        _set = object.__setattr__
-        _set(model, "__dict__", values)
-        _set(model, "__pydantic_fields_set__", layout.fields_set)
-        _set(model, "__pydantic_extra__", extra)
-        _set(model, "__pydantic_private__", layout.private if private is None else private)
+        _setattr(model, "__dict__", values)
+        _setattr(model, "__pydantic_fields_set__", layout.fields_set)
+        _setattr(model, "__pydantic_extra__", extra)
+        _setattr(model, "__pydantic_private__", layout.private if private is None else private)
         return model
 
 
@@ -443,10 +445,10 @@ class SessionNode(_Contract):
         """A node from a store's own columns, which were validated when written."""
         node = cls.__new__(cls)
         values = {"id": node_id, "parent": parent, "turn": turn, "created_at": created_at}
-        object.__setattr__(node, "__dict__", values)
-        object.__setattr__(node, "__pydantic_fields_set__", _ALL_NODE_FIELDS)  # never mutated
-        object.__setattr__(node, "__pydantic_extra__", None)
-        object.__setattr__(node, "__pydantic_private__", None)
+        _setattr(node, "__dict__", values)
+        _setattr(node, "__pydantic_fields_set__", _ALL_NODE_FIELDS)  # never mutated
+        _setattr(node, "__pydantic_extra__", None)
+        _setattr(node, "__pydantic_private__", None)
         return node
 
     def to_json(self) -> JsonDict:

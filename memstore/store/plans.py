@@ -101,9 +101,10 @@ def node_from_row(row: Sequence[Any]) -> SessionNode:
 
 
 def nodes_from_rows(rows: Iterable[Any]) -> list[SessionNode]:
-    """SessionNodes from many `nodes` rows."""
+    """SessionNodes from many `nodes` rows (as `node_from_row`, with less per-row overhead)."""
+    turn, node = Turn._from_stored_text, SessionNode._stored
     with paused_gc():
-        return [node_from_row(row) for row in rows]
+        return [node(row[0], row[1], turn(row[2]), row[3]) for row in rows]
 
 
 def fetch(prepared: Prepared, params: Params) -> Plan[Rows]:
