@@ -315,7 +315,15 @@ class UnknownBlock(_BlockBase):
     kind: StrictStr
 
 
-_KNOWN_KINDS = frozenset({"text", "thinking", "tool_call", "tool_result", "image"})
+_BLOCK_CLASSES: dict[str, type[_BlockBase]] = {
+    "text": TextBlock,
+    "thinking": ThinkingBlock,
+    "tool_call": ToolCallBlock,
+    "tool_result": ToolResultBlock,
+    "image": ImageBlock,
+}
+"""The model of each known block kind (any other kind is an UnknownBlock), as in `Block`."""
+_KNOWN_KINDS = frozenset(_BLOCK_CLASSES)
 
 
 def _block_tag(value: Any) -> str:
@@ -332,16 +340,6 @@ Block: TypeAlias = Annotated[
     | Annotated[UnknownBlock, Tag("unknown")],
     Discriminator(_block_tag),
 ]
-
-
-_BLOCK_CLASSES: dict[str, type[_BlockBase]] = {
-    "text": TextBlock,
-    "thinking": ThinkingBlock,
-    "tool_call": ToolCallBlock,
-    "tool_result": ToolResultBlock,
-    "image": ImageBlock,
-}
-"""The model of each known block kind (any other kind is an UnknownBlock), as in `Block`."""
 
 
 def _as_list(value: tuple[Any, ...], handler: SerializerFunctionWrapHandler) -> list[Any]:

@@ -15,6 +15,7 @@ from sqlalchemy import Select, column, func, literal_column, select, table, text
 from memstore.store.plans import Plan
 from memstore.store.rows import storable
 from memstore.store.tables import nodes
+from memstore.types import is_storable_text
 
 __all__ = ["SearchHit", "fts5_query", "search"]
 
@@ -83,7 +84,7 @@ def search(
     """The best `limit` turns matching every word of `query`, best first."""
     if limit <= 0:
         raise ValueError(f"limit must be positive, got {limit}")
-    if session_id is not None and storable(session_id) != session_id:
+    if session_id is not None and not is_storable_text(session_id):
         return []  # NUL or a lone surrogate: no stored session can have this id
     query = storable(query)  # the database could not take NUL or lone surrogates
     if not query.split():
