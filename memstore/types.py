@@ -11,7 +11,16 @@ from __future__ import annotations
 import functools
 from collections.abc import AsyncIterable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, Protocol, Self, TypeAlias, runtime_checkable
+from typing import (
+    Annotated,
+    Any,
+    Literal,
+    Protocol,
+    Self,
+    TypeAlias,
+    TypeVar,
+    runtime_checkable,
+)
 
 from pydantic import (
     BaseModel,
@@ -100,6 +109,18 @@ class _Contract(BaseModel):
 
 
 _setattr = object.__setattr__  # sets a frozen model's slots, as pydantic itself does
+_new_object = object.__new__
+
+
+def _slot_setter(name: str) -> Callable[[object, Any], None]:
+    """The setter of one of BaseModel's own slots: the quickest way to fill a new model."""
+    setter: Callable[[object, Any], None] = BaseModel.__dict__[name].__set__
+    return setter
+
+
+_set_fields_set = _slot_setter("__pydantic_fields_set__")
+_set_extra = _slot_setter("__pydantic_extra__")
+_set_private = _slot_setter("__pydantic_private__")
 
 
 def _private(model: BaseModel) -> dict[str, Any]:
@@ -113,6 +134,9 @@ def _private(model: BaseModel) -> dict[str, Any]:
         private = {}
         _setattr(model, "__pydantic_private__", private)
     return private
+
+
+_W = TypeVar("_W", bound="_Wire")
 
 
 class _Wire(_Contract):
@@ -190,64 +214,33 @@ class _Wire(_Contract):
 
     @classmethod
     def _layout(cls, keys: tuple[str, ...]) -> _Layout | None:
-        """How `_trusted` builds this class from data with `keys` (None: a required key is
-        missing), worked out once per class and key tuple."""
-        known = _LAYOUTS.get(cls)
-        if known is None:
-            known = _LAYOUTS[cls] = {}
-        found = known.get(keys)
+        """How `_build` makes this class from data with `keys` (None: a required key is
+        missing), worked out once per class and key tuple. Hot paths look in `_LAYOUTS` first."""
+        found = _LAYOUTS.get((cls, keys))
         if found is None:
-            by_key = {name: name for name in cls.model_fields}
-            by_key.update({key: name for name, key in cls._wire_names().items()})
-            names = tuple(by_key.get(key) for key in keys)
-            given = {name for name in names if name is not None}
-            fields = cls.model_fields.items()
-            if any(field.is_required() and name not in given for name, field in fields):
-                return None
-            implied = tuple(key for key in cls._always_present() if key not in keys)
-            found = _Layout(
-                same=names == keys and len(given) == len(cls.model_fields),
-                names=names,
-                defaults={name: field.default for name, field in fields if name not in given},
-                fields_set=given
-                | {key for key, name in zip(keys, names, strict=True) if name is None},
-                private={"key_order": (*implied, *keys)},
-            )
-            if len(known) < _MAX_LAYOUTS:
-                known[keys] = found
+            found = cls._work_out_layout(keys)
+            if found is not None and len(_LAYOUTS) < _MAX_LAYOUTS:
+                _LAYOUTS[cls, keys] = found
         return found
 
     @classmethod
-    def _trusted(
-        cls, data: JsonDict, private: JsonDict | None = None, layout: _Layout | None = None
-    ) -> Self | None:
-        """A model of wire data that memstore validated when it stored it, built without
-        validating again (like `model_construct`, at a fraction of the cost). It takes `data`
-        over: the caller parsed it for this and keeps no other reference.
-
-        Objects built from the same keys share their fields-set and, unless `private` gives
-        state of their own, their private state; neither is ever mutated in place. Returns
-        None when a required key is missing, for the caller to validate and report.
-        """
-        layout = layout or cls._layout(tuple(data))
-        if layout is None:
+    def _work_out_layout(cls, keys: tuple[str, ...]) -> _Layout | None:
+        """Map each key to its field (or to the extras), and find what is missing."""
+        by_key = {name: name for name in cls.model_fields}
+        by_key.update({key: name for name, key in cls._wire_names().items()})
+        names = tuple(by_key.get(key) for key in keys)
+        given = {name for name in names if name is not None}
+        fields = cls.model_fields.items()
+        if any(field.is_required() and name not in given for name, field in fields):
             return None
-        extra: dict[str, Any] = {}
-        if layout.same:
-            values = data
-        else:
-            values = layout.defaults.copy()
-            for (key, value), name in zip(data.items(), layout.names):  # noqa: B905 (same keys)
-                if name is None:
-                    extra[key] = value
-                else:
-                    values[name] = value
-        model = cls.__new__(cls)
-        _setattr(model, "__dict__", values)
-        _setattr(model, "__pydantic_fields_set__", layout.fields_set)
-        _setattr(model, "__pydantic_extra__", extra)
-        _setattr(model, "__pydantic_private__", layout.private if private is None else private)
-        return model
+        implied = tuple(key for key in cls._always_present() if key not in keys)
+        return _Layout(
+            same=names == keys and len(given) == len(cls.model_fields),
+            names=names,
+            defaults={name: field.default for name, field in fields if name not in given},
+            fields_set=given | {key for key, name in zip(keys, names, strict=True) if name is None},
+            private={"key_order": (*implied, *keys)},
+        )
 
 
 @dataclass(frozen=True)
@@ -259,8 +252,34 @@ class _Layout:
     private: dict[str, Any]
 
 
-_LAYOUTS: dict[type[_Wire], dict[tuple[str, ...], _Layout]] = {}
-_MAX_LAYOUTS = 1024  # distinct key tuples remembered per class; rarer shapes are worked out anew
+def _build(cls: type[_W], data: JsonDict, layout: _Layout, private: JsonDict) -> _W:
+    """The model of `data`, whose keys `layout` describes, set up slot by slot.
+
+    Objects of one layout share its fields-set, and its private state unless `private` is
+    their own; neither is ever mutated in place.
+    """
+    model = _new_object(cls)
+    if layout.same:
+        _setattr(model, "__dict__", data)
+        _set_extra(model, {})
+    else:
+        values = layout.defaults.copy()
+        extra = {}
+        for (key, value), name in zip(data.items(), layout.names):  # noqa: B905 (same keys)
+            if name is None:
+                extra[key] = value
+            else:
+                values[name] = value
+        _setattr(model, "__dict__", values)
+        _set_extra(model, extra)
+    _set_fields_set(model, layout.fields_set)
+    _set_private(model, private)
+    return model
+
+
+_LAYOUTS: dict[tuple[type[_Wire], tuple[str, ...]], _Layout] = {}
+# Distinct (class, key tuple) pairs remembered; rarer shapes are worked out anew each time.
+_MAX_LAYOUTS = 4096
 
 
 class _BlockBase(_Wire):
@@ -342,6 +361,23 @@ Block: TypeAlias = Annotated[
 ]
 
 
+def _trusted_block(block: Any) -> _BlockBase | None:
+    """A block of a turn that memstore validated when it stored it, built without validating
+    again (like `model_construct`, at a fraction of the cost). It takes `block` over: the
+    caller parsed it for this and keeps no other reference.
+
+    Returns None when the block lacks its kind or a required key, for the caller to validate
+    and report.
+    """
+    kind = block.get("kind") if type(block) is dict else None
+    if type(kind) is not str:
+        return None
+    cls = _BLOCK_CLASSES.get(kind, UnknownBlock)
+    keys = tuple(block)
+    layout = _LAYOUTS.get((cls, keys)) or cls._layout(keys)
+    return None if layout is None else _build(cls, block, layout, layout.private)
+
+
 def _as_list(value: tuple[Any, ...], handler: SerializerFunctionWrapHandler) -> list[Any]:
     return list(handler(value))
 
@@ -379,32 +415,21 @@ class Turn(_Wire):
 
     @classmethod
     def _from_stored_text(cls, text: str) -> Turn:
-        """A turn from JSON text that memstore stored: trusted, unless it lacks a required key."""
+        """A turn from JSON text that memstore stored: trusted, unless it lacks a required key
+        (then validation says what is wrong)."""
         data = jsjson.loads(text)
-        turn = cls._trusted_turn(data, text) if type(data) is dict else None
-        return cls.from_json_text(text) if turn is None else turn
-
-    @classmethod
-    def _trusted_turn(cls, data: JsonDict, text: str) -> Turn | None:
-        blocks = data.get("blocks")
-        if data.get("role") not in ("user", "assistant") or type(blocks) is not list:
-            return None
-        built: list[_BlockBase] = []
-        for block in blocks:
-            kind = block.get("kind") if type(block) is dict else None
-            if type(kind) is not str:
-                return None
-            model = _BLOCK_CLASSES.get(kind, UnknownBlock)._trusted(block)
+        keys = tuple(data) if type(data) is dict else ()
+        layout = _LAYOUTS.get((cls, keys)) or cls._layout(keys)
+        blocks = data.get("blocks") if layout is not None else None
+        if layout is None or data["role"] not in ("user", "assistant") or type(blocks) is not list:
+            return cls.from_json_text(text)
+        for index, block in enumerate(blocks):
+            model = _trusted_block(block)
             if model is None:
-                return None
-            built.append(model)
-        layout = cls._layout(tuple(data))
-        if layout is None:
-            return None
-        turn = cls._trusted(data, {**layout.private, "json_text": text}, layout)
-        if turn is not None:
-            turn.__dict__["blocks"] = tuple(built)
-        return turn
+                return cls.from_json_text(text)
+            blocks[index] = model
+        data["blocks"] = tuple(blocks)
+        return _build(cls, data, layout, {**layout.private, "json_text": text})
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
         """A copy; with `update`, one whose JSON text is computed again."""
@@ -441,12 +466,12 @@ class SessionNode(_Contract):
     @classmethod
     def _stored(cls, node_id: str, parent: str | None, turn: Turn, created_at: int) -> SessionNode:
         """A node from a store's own columns, which were validated when written."""
-        node = cls.__new__(cls)
+        node = _new_object(cls)
         values = {"id": node_id, "parent": parent, "turn": turn, "created_at": created_at}
         _setattr(node, "__dict__", values)
-        _setattr(node, "__pydantic_fields_set__", _ALL_NODE_FIELDS)  # never mutated
-        _setattr(node, "__pydantic_extra__", None)
-        _setattr(node, "__pydantic_private__", None)
+        _set_fields_set(node, _ALL_NODE_FIELDS)  # never mutated
+        _set_extra(node, None)
+        _set_private(node, None)
         return node
 
     def to_json(self) -> JsonDict:

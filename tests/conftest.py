@@ -13,9 +13,15 @@ from typing import Any
 
 import pytest
 import sqlalchemy
+from hypothesis import settings
 from sqlalchemy.engine import make_url
 
 from memstore.store import SessionStore
+
+# Tests assert behaviour, never speed (benchmarks/ measures that): no per-example deadline, which
+# a busy machine would turn into a spurious failure.
+settings.register_profile("memstore", deadline=None)
+settings.load_profile("memstore")
 
 FIXTURES = Path(__file__).parent / "fixtures"
 VECTORS = FIXTURES / "vectors"

@@ -87,6 +87,7 @@ nodes = Table(
     ),
     CheckConstraint("parent_id IS NULL OR parent_id <> id", name="not_own_parent"),
     Index(None, "session_id", "parent_id"),
+    Index(None, "session_id", "pk"),  # a session's nodes in the order stored, without a sort
 )
 
 node_blocks = Table(
