@@ -24,6 +24,8 @@ from memstore.hashing import hash_node_text
 from memstore.jsonl import head_line, node_line
 
 GOAL = 0.5
+# Per table: its columns, and its rows in the order written.
+Tables = dict[str, tuple[list[str], list[tuple[object, ...]]]]
 
 
 def sample_turn(i: int) -> dict[str, object]:
@@ -105,7 +107,7 @@ def floor_import(source: Path, database: Path) -> None:
     connection.close()
 
 
-def written_rows(database: Path) -> dict[str, tuple[list[str], list[tuple[object, ...]]]]:
+def written_rows(database: Path) -> Tables:
     """Every row memstore wrote, table by table in the order written: columns and values."""
     connection = sqlite3.connect(database)
     tables = {}
@@ -116,9 +118,7 @@ def written_rows(database: Path) -> dict[str, tuple[list[str], list[tuple[object
     return tables
 
 
-def floor_same_rows(
-    tables: dict[str, tuple[list[str], list[tuple[object, ...]]]], database: Path
-) -> None:
+def floor_same_rows(tables: Tables, database: Path) -> None:
     """Raw `sqlite3` inserting, in one transaction, the rows an import wrote into memstore's
     schema: the database's own share of an import (indexes, foreign keys, full-text trigger)."""
     connection = sqlite3.connect(database)
