@@ -110,7 +110,8 @@ def same_rows(session_id: str, nodes: list[SessionNode]) -> list[tuple[Any, ...]
 
 
 def raw_same_rows(path: Path, session_id: str, prepared: list[tuple[Any, ...]]) -> None:
-    """Insert and commit, per append, the rows memstore writes, into memstore's schema."""
+    """Insert and commit, per append, the rows memstore writes into memstore's schema, and
+    index the node's text for full-text search."""
     connection = sqlite3.connect(path, isolation_level=None)
     connection.execute("PRAGMA journal_mode = WAL")
     connection.execute("PRAGMA synchronous = NORMAL")
@@ -126,6 +127,10 @@ def raw_same_rows(path: Path, session_id: str, prepared: list[tuple[Any, ...]]) 
             " search_text) VALUES (:session_id, :id, :parent_id, :role, :created_at,"
             " :turn_json, :search_text)",
             node,
+        )
+        connection.execute(
+            "INSERT INTO nodes_fts (rowid, search_text) VALUES (last_insert_rowid(), ?)",
+            (node["search_text"],),
         )
         connection.executemany(
             "INSERT INTO node_blocks (session_id, node_id, position, kind, text, tool_name,"

@@ -120,7 +120,8 @@ def written_rows(database: Path) -> Tables:
 
 def floor_same_rows(tables: Tables, database: Path) -> None:
     """Raw `sqlite3` inserting, in one transaction, the rows an import wrote into memstore's
-    schema: the database's own share of an import (indexes, foreign keys, full-text trigger)."""
+    schema, and indexing their text in one statement: the database's own share of an import
+    (indexes, foreign keys, the full-text index)."""
     connection = sqlite3.connect(database)
     connection.execute("PRAGMA journal_mode = WAL")
     connection.execute("PRAGMA synchronous = NORMAL")
@@ -131,6 +132,9 @@ def floor_same_rows(tables: Tables, database: Path) -> None:
             sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})"
             for start in range(0, len(rows), 1000):
                 connection.executemany(sql, rows[start : start + 1000])
+        connection.execute(
+            "INSERT INTO nodes_fts(rowid, search_text) SELECT pk, search_text FROM nodes"
+        )
     connection.close()
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import sqlite3
 import subprocess
 import sys
 import zipfile
@@ -15,6 +16,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
+from memstore import SessionGraph
 from memstore.store import SessionStore, create_store_engine
 from memstore.store.migrate import alembic_config, head_revision, include_name, migrations_dir
 from memstore.store.tables import metadata
@@ -71,6 +73,46 @@ def test_every_upgrade_step_keeps_existing_rows(database_url: str) -> None:
             store.upgrade_schema(revision.revision)
         assert store.schema_revision() == head_revision()
         assert store.list_sessions() == ["kept"]
+    finally:
+        store.close()
+
+
+def _insert_by_hand(url: str, node_id: str, word: str) -> None:
+    """A node (in session 'kept') inserted with SQL alone, as memstore 0003 did: the insert
+    trigger of that schema indexed its text."""
+    with sqlite3.connect(url.removeprefix("sqlite:///")) as connection:
+        connection.execute(
+            "INSERT OR IGNORE INTO sessions (id, created_at, updated_at) VALUES ('kept', 1, 1)"
+        )
+        connection.execute(
+            "INSERT INTO nodes (session_id, id, role, created_at, turn_json, search_text) "
+            "VALUES ('kept', ?, 'user', 1, '{}', ?)",
+            (node_id, word),
+        )
+    connection.close()
+
+
+def _fts_check(url: str) -> None:
+    with sqlite3.connect(url.removeprefix("sqlite:///")) as connection:
+        connection.execute("INSERT INTO nodes_fts(nodes_fts, rank) VALUES ('integrity-check', 1)")
+    connection.close()
+
+
+def test_0004_moves_search_indexing_from_the_trigger_to_the_store(sqlite_url: str) -> None:
+    store = SessionStore(sqlite_url, auto_migrate=False)
+    try:
+        store.upgrade_schema("0003")
+        _insert_by_hand(sqlite_url, "old", "indexedbytrigger")
+        store.upgrade_schema("0004")
+        store.append_node("new", SessionGraph("new").append({"role": "user", "blocks": [
+            {"kind": "text", "text": "indexedbystore"},
+        ]}))  # fmt: skip
+        _fts_check(sqlite_url)  # each node indexed exactly once
+        assert [hit.node_id for hit in store.search("indexedbytrigger")] == ["old"]
+        assert len(store.search("indexedbystore")) == 1
+        store.downgrade_schema("0003")
+        _insert_by_hand(sqlite_url, "older", "indexedbytriggeragain")
+        _fts_check(sqlite_url)
     finally:
         store.close()
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,8 @@ import pytest
 
 from memstore import SessionGraph, SessionStore
 from memstore.errors import QueryError
+from memstore.jsonl import JsonlSessionStore
+from memstore.store.transfer import BATCH_ROWS
 
 from .conftest import LEGACY
 
@@ -130,6 +133,58 @@ def test_search_is_current_after_import_and_delete(store: SessionStore) -> None:
     assert store.search("crash")
     store.delete_session("branching")
     assert store.search("crash") == []
+
+
+def marked_chain(session_id: str, numbers: range) -> SessionGraph:
+    """A linear session whose turn n says the word `marker<n>` and nothing else."""
+    clock = itertools.count(1_767_225_600_000, 1000)
+    graph = SessionGraph(session_id, clock=clock.__next__)
+    for n in numbers:
+        graph.append(say("user" if n % 2 else "assistant", f"marker{n}"))
+    return graph
+
+
+def assert_search_index_whole(
+    database_url: str, store: SessionStore, found: dict[int, int]
+) -> None:
+    """Each `marker<n>` is found in `found[n]` sessions; on SQLite, FTS5's own check that its
+    index holds every node's text exactly once (a missed or doubled row fails it)."""
+    for n, sessions in found.items():
+        assert len(store.search(f"marker{n}", limit=50)) == sessions, f"marker{n}"
+    if database_url.startswith("sqlite"):
+        connection = sqlite3.connect(database_url.removeprefix("sqlite:///"))
+        try:
+            connection.execute(
+                "INSERT INTO nodes_fts(nodes_fts, rank) VALUES ('integrity-check', 1)"
+            )
+        finally:
+            connection.close()
+
+
+def test_the_search_index_follows_every_kind_of_write(
+    database_url: str, store: SessionStore, tmp_path: Path
+) -> None:
+    first = marked_chain("a", range(5))
+    for node in first.all():
+        store.append_node("a", node)
+    assert_search_index_whole(database_url, store, {0: 1, 4: 1})
+
+    files = JsonlSessionStore(tmp_path)  # an import of several batches, then one that grew
+    big = marked_chain("b", range(100, 100 + BATCH_ROWS))
+    nodes = big.all()
+    for node in nodes[: BATCH_ROWS // 2 + 7]:
+        files.append_node("b", node)
+    store.import_jsonl(tmp_path / "b.jsonl")
+    for node in nodes[BATCH_ROWS // 2 + 7 :]:
+        files.append_node("b", node)
+    store.import_jsonl(tmp_path / "b.jsonl")
+    assert_search_index_whole(database_url, store, {100: 1, 100 + BATCH_ROWS - 1: 1, 0: 1})
+
+    store.fork_session("a", first.all()[2].id, "fork")
+    assert_search_index_whole(database_url, store, {0: 2, 2: 2, 3: 1, 100: 1})
+
+    store.delete_session("a")
+    assert_search_index_whole(database_url, store, {0: 1, 3: 0, 4: 0, 100: 1})
 
 
 WRITES = [

@@ -223,7 +223,7 @@ class AsyncSessionStore:
 
     async def fork_session(self, source_id: str, leaf: str | None, new_id: str) -> str | None:
         """See `SessionStore.fork_session`."""
-        plan = plans.fork_session(source_id, leaf, new_id)
+        plan = plans.fork_session(self.dialect, source_id, leaf, new_id)
         return await self._run(plan, write=True, action=f"forking session {source_id!r}")
 
     async def compact_session(

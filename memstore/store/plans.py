@@ -40,7 +40,7 @@ from memstore.graph import SessionGraph
 from memstore.store.bulk import paused_gc
 from memstore.store.prepared import Params, Prepared, Rows
 from memstore.store.rows import block_rows, node_row
-from memstore.store.tables import node_blocks, nodes, records, session_tags, sessions
+from memstore.store.tables import node_blocks, nodes, nodes_fts, records, session_tags, sessions
 from memstore.types import SessionNode, Turn, is_storable_text, validate_session_id
 
 __all__ = ["UNSET", "Plan", "SessionInfo", "Step", "StoreStats", "Unset"]
@@ -177,6 +177,22 @@ _MOVE_HEAD = Prepared(
 INSERT_NODES = Prepared.insert(nodes, [c.name for c in nodes.columns if c.name != "pk"])
 INSERT_BLOCKS = Prepared.insert(node_blocks, [c.name for c in node_blocks.columns])
 INSERT_RECORDS = Prepared.insert(records, [c.name for c in records.columns if c.name != "pk"])
+# SQLite's full-text index is filled by the store, one statement per batch of new nodes, not by
+# an insert trigger: a trigger runs in a statement savepoint, where FTS5 flushes its pending
+# terms, so every node became a tiny index segment to merge (half of a bulk import's time).
+_LAST_NODE_PK = Prepared(
+    select(func.coalesce(func.max(nodes.c.pk), 0)).where(
+        nodes.c.session_id == bindparam("session_id")
+    )
+)
+_INDEX_NODES_AFTER = Prepared(
+    insert(nodes_fts).from_select(
+        ["rowid", "search_text"],
+        select(nodes.c.pk, nodes.c.search_text).where(
+            nodes.c.session_id == bindparam("session_id"), nodes.c.pk > bindparam("after")
+        ),
+    )
+)
 
 
 def ensure_session(dialect: str, session_id: str, now: int) -> Plan[str | None]:
@@ -212,7 +228,7 @@ def append_node(
         raise UnknownNodeError(session_id, node.parent)
     existing = found.get(node.id)
     if existing is None:
-        yield from insert_nodes(session_id, [node])
+        yield from insert_nodes(dialect, session_id, [node])
     elif existing != (node.parent, node.created_at, node.turn.json_text()):
         raise NodeConflictError(
             f"session {session_id!r} already holds node {node.id!r} with different content"
@@ -222,7 +238,7 @@ def append_node(
     yield from fetch(_MOVE_HEAD, {"session_id": session_id, "new_head": node.id, "now": now})
 
 
-def insert_nodes(session_id: str, new_nodes: Sequence[SessionNode]) -> Plan[None]:
+def insert_nodes(dialect: str, session_id: str, new_nodes: Sequence[SessionNode]) -> Plan[None]:
     """Insert nodes (parents first) with their blocks."""
     node_rows: list[dict[str, Any]] = []
     blocks: list[dict[str, Any]] = []
@@ -231,9 +247,26 @@ def insert_nodes(session_id: str, new_nodes: Sequence[SessionNode]) -> Plan[None
         turn = jsjson.loads(text)  # the wire dict, for the derived columns: faster than to_json
         node_rows.append(node_row(session_id, node.id, node.parent, node.created_at, turn, text))
         blocks.extend(block_rows(session_id, node.id, turn))
-    yield from fetch(INSERT_NODES, node_rows)
+    yield from insert_rows(dialect, session_id, node_rows, blocks)
+
+
+def insert_rows(
+    dialect: str,
+    session_id: str,
+    node_rows: Sequence[Mapping[str, Any]],
+    blocks: Sequence[Mapping[str, Any]],
+) -> Plan[None]:
+    """Insert one session's `nodes` rows (parents first) and their `node_blocks` rows, and
+    index the nodes' text for full-text search."""
+    indexed = dialect == "sqlite"  # PostgreSQL's index is an expression index on `nodes`
+    if indexed:
+        ((after,),) = yield from fetch(_LAST_NODE_PK, {"session_id": session_id})
+    if node_rows:
+        yield from fetch(INSERT_NODES, node_rows)
     if blocks:
         yield from fetch(INSERT_BLOCKS, blocks)
+    if indexed and node_rows:
+        yield from fetch(_INDEX_NODES_AFTER, {"session_id": session_id, "after": after})
 
 
 def load_session(session_id: str) -> Plan[SessionGraph]:
@@ -469,7 +502,7 @@ def update_session(
             )
 
 
-def fork_session(source_id: str, leaf: str | None, new_id: str) -> Plan[str | None]:
+def fork_session(dialect: str, source_id: str, leaf: str | None, new_id: str) -> Plan[str | None]:
     """Copy the path to `leaf` (default: the head) of one session into a new session.
 
     The new session's records are those the original writer would have written for appending
@@ -485,7 +518,7 @@ def fork_session(source_id: str, leaf: str | None, new_id: str) -> Plan[str | No
     new_head = path[-1].id if path else None
     yield insert(sessions).values(id=new_id, head=new_head, created_at=now, updated_at=now)
     if path:
-        yield from insert_nodes(new_id, path)
+        yield from insert_nodes(dialect, new_id, path)
         yield insert(records).values(
             [
                 {"session_id": new_id, "kind": "append", "node_id": node.id, "raw": None}

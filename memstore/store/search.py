@@ -1,8 +1,9 @@
 """Full-text search over turns: SQLite FTS5, PostgreSQL tsvector with a GIN index.
 
 Every node carries `search_text` (its text, thinking, tool names, tool inputs and outputs), set
-when it is stored; migration 0002 indexes it (FTS5 triggers on SQLite, an expression GIN index
-on PostgreSQL), so search is current after every append and import.
+when it is stored and indexed in the same transaction (SQLite: the store fills an FTS5 table,
+which triggers keep on delete and update; PostgreSQL: an expression GIN index), so search is
+current after every append and import.
 """
 
 from __future__ import annotations
@@ -10,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Select, column, func, literal_column, select, table, text
+from sqlalchemy import Select, func, literal_column, select, text
 
 from memstore.store.plans import Plan
 from memstore.store.rows import storable
-from memstore.store.tables import nodes
+from memstore.store.tables import nodes, nodes_fts
 from memstore.types import is_storable_text
 
 __all__ = ["SearchHit", "fts5_query", "search"]
@@ -42,9 +43,6 @@ def fts5_query(query: str) -> str:
     return " ".join('"' + word.replace('"', '""') + '"' for word in words)
 
 
-_fts = table("nodes_fts", column("rowid"), column("search_text"))
-
-
 def _sqlite_search(query: str) -> Select[Any]:
     match = literal_column("nodes_fts").op("MATCH")(fts5_query(query))
     snippet = func.snippet(literal_column("nodes_fts"), 0, SNIPPET_OPEN, SNIPPET_CLOSE, "…", 12)
@@ -58,7 +56,7 @@ def _sqlite_search(query: str) -> Select[Any]:
             snippet.label("snippet"),
             rank.label("rank"),
         )
-        .select_from(_fts.join(nodes, nodes.c.pk == _fts.c.rowid))
+        .select_from(nodes_fts.join(nodes, nodes.c.pk == nodes_fts.c.rowid))
         .where(match)
     )
 

@@ -218,7 +218,7 @@ class SessionStore:
             SessionExistsError: `new_id` is taken.
             UnknownNodeError: the source has no node `leaf`.
         """
-        plan = plans.fork_session(source_id, leaf, new_id)
+        plan = plans.fork_session(self.dialect, source_id, leaf, new_id)
         return self._run(plan, write=True, action=f"forking session {source_id!r}")
 
     def compact_session(

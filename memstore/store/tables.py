@@ -13,6 +13,9 @@ Alembic revisions in `migrations/` create and evolve these tables; a test checks
   line naming it); `node`, `head` and `other` rows are single lines. `raw` keeps an imported
   line's exact text when it cannot be re-derived from the node (spacing, escapes, key order,
   unknown record types).
+- `nodes_fts` (SQLite only, made by migration 0002, not modelled here): the FTS5 index of
+  `nodes.search_text`. The store fills it as it inserts nodes; triggers keep it on delete and
+  update.
 """
 
 from __future__ import annotations
@@ -31,10 +34,20 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    column,
+    table,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 
-__all__ = ["metadata", "node_blocks", "nodes", "records", "session_tags", "sessions"]
+__all__ = [
+    "metadata",
+    "node_blocks",
+    "nodes",
+    "nodes_fts",
+    "records",
+    "session_tags",
+    "sessions",
+]
 
 metadata = MetaData(
     naming_convention={
@@ -123,3 +136,6 @@ records = Table(
     CheckConstraint("kind IN ('append', 'node', 'head', 'other')", name="known_kind"),
     Index(None, "session_id", "pk"),
 )
+
+# SQLite's full-text index, for the statements that fill and query it (its rowid is `nodes.pk`).
+nodes_fts = table("nodes_fts", column("rowid"), column("search_text"))

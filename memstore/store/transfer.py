@@ -20,12 +20,11 @@ from sqlalchemy import and_, bindparam, or_, select, text, update
 from memstore.errors import JsonlError, UnknownSessionError
 from memstore.jsonl import ReadOutcome, Record, head_line, node_line, read_records, verify_node_id
 from memstore.store.plans import (
-    INSERT_BLOCKS,
-    INSERT_NODES,
     INSERT_RECORDS,
     Plan,
     ensure_session,
     fetch,
+    insert_rows,
     lookup_id,
     node_id_problem,
     node_rows,
@@ -160,7 +159,8 @@ def _match_prefix(path: Path, session_id: str, file: BinaryIO) -> Plan[tuple[int
 class _Batch:
     """Rows waiting to be inserted: nodes first (blocks and records refer to them)."""
 
-    def __init__(self, session_id: str) -> None:
+    def __init__(self, dialect: str, session_id: str) -> None:
+        self.dialect = dialect
         self.session_id = session_id
         self.nodes: list[dict[str, Any]] = []
         self.blocks: list[dict[str, Any]] = []
@@ -207,11 +207,8 @@ class _Batch:
 
     def flush(self) -> Plan[None]:
         if self.nodes:
-            yield from fetch(INSERT_NODES, self.nodes)
-            self.nodes = []
-        if self.blocks:
-            yield from fetch(INSERT_BLOCKS, self.blocks)
-            self.blocks = []
+            yield from insert_rows(self.dialect, self.session_id, self.nodes, self.blocks)
+            self.nodes, self.blocks = [], []
         if self.records:
             yield from fetch(INSERT_RECORDS, self.records)
             self.records = []
@@ -318,7 +315,7 @@ def import_file(
         report.leaf = yield from ensure_session(dialect, session_id, now_ms())
         offset, lines = yield from _match_prefix(path, session_id, file)
         outcome = ReadOutcome([])
-        batch = _Batch(session_id)
+        batch = _Batch(dialect, session_id)
         new_head = None
         records = read_records(
             path, file, migrators, offset=offset, number=lines + 1, outcome=outcome
