@@ -14,7 +14,7 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Literal
+from typing import Any, BinaryIO, Literal, NamedTuple
 
 from memstore import jsjson
 from memstore.errors import InvalidJsonError, InvalidSessionIdError, JsonlError
@@ -42,9 +42,11 @@ CHUNK_SIZE = 1 << 20
 RecordKind = Literal["node", "head", "other"]
 
 
-@dataclass(frozen=True, slots=True)
-class Line:
-    """One line of a file: its 1-based number, byte offset, bytes (without the newline)."""
+class Line(NamedTuple):
+    """One line of a file: its 1-based number, byte offset, bytes (without the newline).
+
+    Lines and records are named tuples, not frozen dataclasses: as immutable, and made in a
+    third of the time, which counts at millions of lines per import."""
 
     number: int
     offset: int
@@ -78,8 +80,7 @@ def read_lines(stream: BinaryIO, *, offset: int = 0, number: int = 1) -> Iterato
 # --- records ------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Record:
+class Record(NamedTuple):
     """One parsed record: a node, a head, or another line kept only for its bytes.
 
     `raw` is the line's exact text (with its newline, if it had one) when the canonical
@@ -215,6 +216,19 @@ def _decode(path: object, line: Line) -> str:
         raise _refuse(path, line, f"invalid UTF-8 at byte {line.offset + exc.start}") from exc
 
 
+_HEAD_START, _HEAD_END = '{"type":"head","leaf":"', '"}'
+
+
+def _canonical_head_leaf(text: str) -> str | None:
+    """The leaf of a head line exactly as the original writer writes it for an id of ASCII
+    letters and digits (half of all lines), found without parsing; None for any other line."""
+    if text.startswith(_HEAD_START) and text.endswith(_HEAD_END):
+        leaf = text[len(_HEAD_START) : -len(_HEAD_END)]
+        if leaf.isascii() and leaf.isalnum():
+            return leaf
+    return None
+
+
 def parse_record(path: object, line: Line, migrators: Sequence[Migrator] = ()) -> Record:
     """Parse and check one line: JSON, then the migrators, then the record's shape.
 
@@ -223,6 +237,8 @@ def parse_record(path: object, line: Line, migrators: Sequence[Migrator] = ()) -
     """
     text = _decode(path, line)
     raw = text + "\n" if line.terminated else text
+    if not migrators and (leaf := _canonical_head_leaf(text)) is not None:
+        return Record(line, "head", None if line.terminated else raw, leaf)
     if not text.strip(" \t\r"):
         return Record(line, "other", raw)
     try:

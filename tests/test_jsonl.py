@@ -21,7 +21,7 @@ from memstore import (
     jsjson,
 )
 from memstore.errors import UnknownSessionError
-from memstore.jsonl import JsonlSessionStore, head_line, node_line
+from memstore.jsonl import JsonlSessionStore, Line, Record, head_line, node_line, parse_record
 from memstore.store import SessionStore, create_store_engine
 
 from .conftest import LEGACY, LEGACY_FILES, expected_for
@@ -455,6 +455,37 @@ def test_record_lines_render_ids_and_times_as_json_stringify_does(
     )
     assert node_line(node_id, parent, "{}", created_at) == expected
     assert head_line(node_id) == f'{{"type":"head","leaf":{jsjson.dumps(node_id)}}}\n'
+
+
+class Unchanged:
+    """A migrator that changes nothing: it makes the reader take its general path."""
+
+    id = "unchanged"
+
+    def upgrade(self, raw: Any) -> Any:
+        return raw
+
+
+@given(
+    leaf=st.text(max_size=6) | st.text("0123456789abcdefXYZ", min_size=1, max_size=40),
+    start=st.sampled_from(['{"type":"head","leaf":', '{"type": "head","leaf":', '{"leaf":']),
+    end=st.sampled_from(["}", " }", "}}", ',"x":1}']),
+    terminated=st.booleans(),
+)
+def test_the_quick_path_for_head_lines_agrees_with_parsing_them(
+    leaf: str, start: str, end: str, terminated: bool
+) -> None:
+    """Canonical head lines skip the JSON parser; every line reads as the parser reads it."""
+    text = start + jsjson.dumps(leaf) + end
+    line = Line(7, 0, text.encode("utf-8", "surrogatepass"), terminated)
+
+    def parsed(migrators: list[Any]) -> Record | str:
+        try:
+            return parse_record("f.jsonl", line, migrators)
+        except JsonlError as error:
+            return str(error)
+
+    assert parsed([]) == parsed([Unchanged()])
 
 
 @pytest.mark.parametrize(("text", "number", "problem"), BAD_INPUT.values(), ids=BAD_INPUT.keys())

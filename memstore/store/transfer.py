@@ -259,25 +259,20 @@ def _import_node(
     report.nodes += 1
 
 
-def _in_chunks(records: Iterator[Record]) -> Iterator[tuple[Record, list[Record] | None]]:
-    """Each record, with (on the first record of every chunk of BATCH_ROWS) the chunk itself:
-    read ahead so that the ids a chunk names are looked up in one query. A line that does not
-    parse is reported after the lines before it were handled, as without the read-ahead."""
+def _in_chunks(records: Iterator[Record]) -> Iterator[list[Record]]:
+    """The records, in chunks of BATCH_ROWS: read ahead so that the ids a chunk names are
+    looked up in one query. A line that does not parse is raised after the chunk of the lines
+    before it was handled, as without the read-ahead."""
     while True:
         chunk: list[Record] = []
         try:
             chunk.extend(itertools.islice(records, BATCH_ROWS))
-        except JsonlError as error:
-            yield from _with_chunk(chunk)
-            raise error
-        yield from _with_chunk(chunk)
+        except JsonlError:
+            yield chunk
+            raise
+        yield chunk
         if len(chunk) < BATCH_ROWS:
             return
-
-
-def _with_chunk(chunk: list[Record]) -> Iterator[tuple[Record, list[Record] | None]]:
-    for index, record in enumerate(chunk):
-        yield record, chunk if index == 0 else None
 
 
 def _known_ids(session_id: str, chunk: list[Record], batch: _Batch) -> Plan[set[str]]:
@@ -320,26 +315,26 @@ def import_file(
         records = read_records(
             path, file, migrators, offset=offset, number=lines + 1, outcome=outcome
         )
-        known: set[str] = set()
-        for record, chunk in _in_chunks(records):
-            if chunk is not None:  # the ids these lines name that the session holds already
-                known = yield from _known_ids(session_id, chunk, batch)
-            if record.kind == "node":
-                yield from _import_node(report, record, known, batch, options)
-            elif record.kind == "head":
-                if record.node_id not in known:
-                    raise JsonlError(
-                        path,
-                        record.line.number,
-                        f"head names {record.node_id!r}, which no earlier line defines",
-                    )
-                new_head = record.node_id
-            batch.add_record(record.kind, record.node_id, record.raw)
-            report.records += 1
+        for chunk in _in_chunks(records):
+            # The ids these lines name that the session holds already.
+            known = yield from _known_ids(session_id, chunk, batch)
+            for record in chunk:
+                if record.kind == "node":
+                    yield from _import_node(report, record, known, batch, options)
+                elif record.kind == "head":
+                    if record.node_id not in known:
+                        raise JsonlError(
+                            path,
+                            record.line.number,
+                            f"head names {record.node_id!r}, which no earlier line defines",
+                        )
+                    new_head = record.node_id
+                batch.add_record(record.kind, record.node_id, record.raw)
+            report.records += len(chunk)
             if batch.full():
                 yield from batch.flush()
-                if progress is not None:
-                    progress(record.line.end, lines + report.records)
+                if progress is not None and chunk:
+                    progress(chunk[-1].line.end, lines + report.records)
         yield from batch.flush()
         report.warnings.extend(outcome.warnings)
     report.unchanged = report.records == 0
