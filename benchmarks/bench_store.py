@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from memstore import SessionGraph, SessionNode, SessionStore, jsjson
-from memstore.store.rows import block_rows, node_row
+from memstore.store.rows import stored_rows
 
 APPENDS = 2000
 
@@ -100,8 +100,7 @@ def same_rows(session_id: str, nodes: list[SessionNode]) -> list[tuple[Any, ...]
         turn = jsjson.loads(text)
         prepared.append(
             (
-                node_row(session_id, node.id, node.parent, node.created_at, turn, text),
-                block_rows(session_id, node.id, turn),
+                *stored_rows(session_id, node.id, node.parent, node.created_at, turn, text),
                 (session_id, node.id),
                 (node.id, node.created_at, session_id),
             )

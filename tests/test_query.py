@@ -12,6 +12,7 @@ import pytest
 from memstore import SessionGraph, SessionStore
 from memstore.errors import QueryError
 from memstore.jsonl import JsonlSessionStore
+from memstore.store.rows import block_rows, search_text, stored_rows
 from memstore.store.transfer import BATCH_ROWS
 
 from .conftest import LEGACY
@@ -133,6 +134,36 @@ def test_search_is_current_after_import_and_delete(store: SessionStore) -> None:
     assert store.search("crash")
     store.delete_session("branching")
     assert store.search("crash") == []
+
+
+def test_a_turn_is_searchable_by_its_text_tools_inputs_and_outputs() -> None:
+    turn = {"role": "assistant", "blocks": [
+        {"kind": "text", "text": "Hello\u0000"},
+        {"kind": "thinking", "text": ""},
+        {"kind": "tool_call", "id": "c1", "name": "grep", "input": {"pattern": "x", "n": 1.5}},
+        {"kind": "tool_call", "id": "c2", "name": "echo", "input": "plain words"},
+        {"kind": "tool_call", "id": "c3", "name": "noop"},
+        {"kind": "tool_result", "callId": "c1", "output": ["a.py:1"], "isError": True},
+        {"kind": "tool_result", "callId": "c2", "output": "done"},
+        {"kind": "image", "mediaType": "image/png", "dataBase64": "AAAA"},
+    ]}  # fmt: skip
+    row, blocks = stored_rows("s", "n1", None, 5, turn, "{}")
+    assert row["search_text"] == search_text(turn) == "\n".join([
+        "Hello\ufffd", 'grep {"pattern":"x","n":1.5}', "echo plain words", "noop null",
+        '["a.py:1"]', "done",
+    ])  # fmt: skip
+    assert blocks == block_rows("s", "n1", turn)
+    assert [(b["kind"], b["call_id"], b["input_json"], b["output_json"]) for b in blocks] == [
+        ("text", None, None, None),
+        ("thinking", None, None, None),
+        ("tool_call", "c1", '{"pattern":"x","n":1.5}', None),
+        ("tool_call", "c2", '"plain words"', None),
+        ("tool_call", "c3", None, None),
+        ("tool_result", "c1", None, '["a.py:1"]'),
+        ("tool_result", "c2", None, '"done"'),
+        ("image", None, None, None),
+    ]
+    assert [b["is_error"] for b in blocks][5:7] == [1, 0]
 
 
 def marked_chain(session_id: str, numbers: range) -> SessionGraph:

@@ -39,7 +39,7 @@ from memstore.errors import (
 from memstore.graph import SessionGraph
 from memstore.store.bulk import paused_gc
 from memstore.store.prepared import Params, Prepared, Rows
-from memstore.store.rows import block_rows, node_row
+from memstore.store.rows import stored_rows
 from memstore.store.tables import node_blocks, nodes, nodes_fts, records, session_tags, sessions
 from memstore.types import SessionNode, Turn, is_storable_text, validate_session_id
 
@@ -245,8 +245,9 @@ def insert_nodes(dialect: str, session_id: str, new_nodes: Sequence[SessionNode]
     for node in new_nodes:
         text = node.turn.json_text()
         turn = jsjson.loads(text)  # the wire dict, for the derived columns: faster than to_json
-        node_rows.append(node_row(session_id, node.id, node.parent, node.created_at, turn, text))
-        blocks.extend(block_rows(session_id, node.id, turn))
+        row, rows = stored_rows(session_id, node.id, node.parent, node.created_at, turn, text)
+        node_rows.append(row)
+        blocks.extend(rows)
     yield from insert_rows(dialect, session_id, node_rows, blocks)
 
 

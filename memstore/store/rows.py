@@ -8,7 +8,7 @@ from typing import Any
 
 from memstore import jsjson
 
-__all__ = ["block_rows", "node_row", "search_text", "storable"]
+__all__ = ["block_rows", "search_text", "storable", "stored_rows"]
 
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
@@ -19,42 +19,67 @@ def storable(text: str) -> str:
     return text if text.isascii() and "\x00" not in text else _UNSTORABLE.sub("\ufffd", text)
 
 
-def _value_text(value: Any) -> str:
-    return value if isinstance(value, str) else jsjson.dumps(value)
-
-
 def search_text(turn: Mapping[str, Any]) -> str:
     """The searchable text of a raw turn: text, thinking, tool names, inputs and outputs."""
-    parts: list[str] = []
-    for block in turn.get("blocks", ()):
-        kind = block.get("kind")
-        if kind in ("text", "thinking"):
-            parts.append(block.get("text", ""))
-        elif kind == "tool_call":
-            parts.append(f"{block.get('name', '')} {_value_text(block.get('input'))}")
-        elif kind == "tool_result":
-            parts.append(_value_text(block.get("output")))
-    return storable("\n".join(part for part in parts if part))
+    return _derive("", "", turn)[0]
 
 
-def node_row(
+def block_rows(session_id: str, node_id: str, turn: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The `node_blocks` rows of a node: one per block, with the columns queries need."""
+    return _derive(session_id, node_id, turn)[1]
+
+
+def stored_rows(
     session_id: str,
     node_id: str,
     parent: str | None,
     created_at: int,
     turn: Mapping[str, Any],
     turn_json: str,
-) -> dict[str, Any]:
-    """The `nodes` row of a node whose turn is `turn`, stored as the exact text `turn_json`."""
-    return {
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The `nodes` row of a node whose turn is `turn`, stored as the exact text `turn_json`,
+    and its `node_blocks` rows."""
+    text, blocks = _derive(session_id, node_id, turn)
+    row = {
         "session_id": session_id,
         "id": node_id,
         "parent_id": parent,
         "role": turn["role"],
         "created_at": created_at,
         "turn_json": turn_json,
-        "search_text": search_text(turn),
+        "search_text": text,
     }
+    return row, blocks
+
+
+def _derive(
+    session_id: str, node_id: str, turn: Mapping[str, Any]
+) -> tuple[str, list[dict[str, Any]]]:
+    """A turn's search text and block rows, in one pass: each tool input and output is
+    serialized once, for both."""
+    parts: list[str] = []
+    rows: list[dict[str, Any]] = []
+    for position, block in enumerate(turn.get("blocks", ())):
+        row = _block_row(session_id, node_id, position, block)
+        rows.append(row)
+        kind = row["kind"]
+        if kind in ("text", "thinking"):
+            parts.append(block.get("text", ""))
+        elif kind == "tool_call":
+            parts.append(f"{block.get('name', '')} {_value_text(block, 'input', row)}")
+        elif kind == "tool_result":
+            parts.append(_value_text(block, "output", row))
+    return storable("\n".join(part for part in parts if part)), rows
+
+
+def _value_text(block: Mapping[str, Any], key: str, row: Mapping[str, Any]) -> str:
+    """A tool input's or output's searchable text: a string as it is, anything else as JSON
+    (taken from the block's row, which serialized it already)."""
+    value = block.get(key)
+    if isinstance(value, str):
+        return value
+    dumped = row[f"{key}_json"]
+    return dumped if dumped is not None else "null"
 
 
 def _optional(value: Any) -> str | None:
@@ -77,11 +102,3 @@ def _block_row(session_id: str, node_id: str, position: int, block: Any) -> dict
         "input_json": jsjson.dumps(block.get("input")) if call and "input" in block else None,
         "output_json": jsjson.dumps(block.get("output")) if result and "output" in block else None,
     }
-
-
-def block_rows(session_id: str, node_id: str, turn: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The `node_blocks` rows of a node: one per block, with the columns queries need."""
-    return [
-        _block_row(session_id, node_id, position, block)
-        for position, block in enumerate(turn.get("blocks", ()))
-    ]

@@ -31,7 +31,7 @@ from memstore.store.plans import (
     now_ms,
 )
 from memstore.store.prepared import Prepared
-from memstore.store.rows import block_rows, node_row
+from memstore.store.rows import stored_rows
 from memstore.store.tables import nodes, records, sessions
 from memstore.types import Migrator, is_storable_text, validate_session_id
 
@@ -192,17 +192,16 @@ class _Batch:
     def add_node(self, record: Record) -> None:
         assert record.node_id is not None
         assert record.turn is not None
-        self.nodes.append(
-            node_row(
-                self.session_id,
-                record.node_id,
-                record.parent,
-                record.created_at,
-                record.turn,
-                record.turn_json,
-            )
+        row, blocks = stored_rows(
+            self.session_id,
+            record.node_id,
+            record.parent,
+            record.created_at,
+            record.turn,
+            record.turn_json,
         )
-        self.blocks.extend(block_rows(self.session_id, record.node_id, record.turn))
+        self.nodes.append(row)
+        self.blocks.extend(blocks)
         self.node_ids.add(record.node_id)
 
     def flush(self) -> Plan[None]:
