@@ -26,6 +26,7 @@ __all__ = [
     "JsonlSessionStore",
     "Line",
     "Record",
+    "append_lines",
     "head_line",
     "node_line",
     "parse_record",
@@ -116,15 +117,29 @@ _SAFE_INTEGER = 2**53 - 1
 
 def node_line(node_id: str, parent: str | None, turn_json: str, created_at: int) -> str:
     """The line the original writer writes for a node (with its newline)."""
-    return (
-        f'{{"type":"node","node":{{"id":{_id_json(node_id)},"parent":{_id_json(parent)},'
-        f'"turn":{turn_json},"createdAt":{_time_json(created_at)}}}}}\n'
-    )
+    return _node_line(_id_json(node_id), parent, turn_json, created_at)
 
 
 def head_line(leaf: str) -> str:
     """The line the original writer writes for a head marker (with its newline)."""
-    return f'{{"type":"head","leaf":{_id_json(leaf)}}}\n'
+    return _head_line(_id_json(leaf))
+
+
+def append_lines(node_id: str, parent: str | None, turn_json: str, created_at: int) -> str:
+    """The two lines the original `appendNode` writes: the node, then a head naming it."""
+    id_json = _id_json(node_id)
+    return _node_line(id_json, parent, turn_json, created_at) + _head_line(id_json)
+
+
+def _node_line(id_json: str, parent: str | None, turn_json: str, created_at: int) -> str:
+    return (
+        f'{{"type":"node","node":{{"id":{id_json},"parent":{_id_json(parent)},'
+        f'"turn":{turn_json},"createdAt":{_time_json(created_at)}}}}}\n'
+    )
+
+
+def _head_line(leaf_json: str) -> str:
+    return f'{{"type":"head","leaf":{leaf_json}}}\n'
 
 
 _REQUIRED_FIELDS: Mapping[str, tuple[tuple[str, type], ...]] = {
@@ -366,7 +381,7 @@ class JsonlSessionStore:
         """Append the node record and a head record naming it, in one write."""
         path = session_file(self.root, session_id)
         turn_json = node.turn.json_text()
-        lines = node_line(node.id, node.parent, turn_json, node.created_at) + head_line(node.id)
+        lines = append_lines(node.id, node.parent, turn_json, node.created_at)
         self.root.mkdir(parents=True, exist_ok=True)
         with path.open("ab") as file:
             file.write(lines.encode())

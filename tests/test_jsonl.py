@@ -21,7 +21,15 @@ from memstore import (
     jsjson,
 )
 from memstore.errors import UnknownSessionError
-from memstore.jsonl import JsonlSessionStore, Line, Record, head_line, node_line, parse_record
+from memstore.jsonl import (
+    JsonlSessionStore,
+    Line,
+    Record,
+    append_lines,
+    head_line,
+    node_line,
+    parse_record,
+)
 from memstore.store import SessionStore, create_store_engine
 
 from .conftest import LEGACY, LEGACY_FILES, expected_for
@@ -455,6 +463,7 @@ def test_record_lines_render_ids_and_times_as_json_stringify_does(
     )
     assert node_line(node_id, parent, "{}", created_at) == expected
     assert head_line(node_id) == f'{{"type":"head","leaf":{jsjson.dumps(node_id)}}}\n'
+    assert append_lines(node_id, parent, "{}", created_at) == expected + head_line(node_id)
 
 
 class Unchanged:

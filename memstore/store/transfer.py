@@ -18,7 +18,15 @@ from typing import Any, BinaryIO, TextIO
 from sqlalchemy import and_, bindparam, or_, select, text, update
 
 from memstore.errors import JsonlError, UnknownSessionError
-from memstore.jsonl import ReadOutcome, Record, head_line, node_line, read_records, verify_node_id
+from memstore.jsonl import (
+    ReadOutcome,
+    Record,
+    append_lines,
+    head_line,
+    node_line,
+    read_records,
+    verify_node_id,
+)
 from memstore.store.plans import (
     INSERT_RECORDS,
     Plan,
@@ -119,8 +127,9 @@ def render_record(row: Sequence[Any]) -> str:
         return str(raw)
     if kind == "head":
         return head_line(node_id)
-    node = node_line(node_id, parent_id, turn_json, created_at)
-    return node + head_line(node_id) if kind == "append" else node
+    if kind == "append":
+        return append_lines(node_id, parent_id, turn_json, created_at)
+    return node_line(node_id, parent_id, turn_json, created_at)
 
 
 def _stored_lines(session_id: str) -> Plan[Generator[str, None, None]]:
@@ -397,11 +406,9 @@ def export_session(session_id: str, out: TextIO) -> Plan[int]:
     if (yield select(sessions.c.id).where(sessions.c.id == lookup_id(session_id))).first() is None:
         raise UnknownSessionError(f"no session {session_id!r}")
     count = 0
-    stored = yield from _stored_lines(session_id)
-    try:
-        for line in stored:
-            out.write(line)
-            count += line.count("\n") or 1  # an append record is two lines
-    finally:
-        stored.close()
+    rows: Any = yield _STORED_RECORDS, {"session_id": session_id}
+    with contextlib.closing(rows):
+        while batch := list(itertools.islice(rows, BATCH_ROWS)):
+            out.write("".join(map(render_record, batch)))  # one write per batch of records
+            count += len(batch) + sum(row[0] == "append" for row in batch)  # an append: 2 lines
     return count
