@@ -1,4 +1,5 @@
-"""How a node becomes a `nodes` row: the columns derived from its turn, computed in one place."""
+"""How a node becomes rows: its `nodes` row and its `node_blocks` rows, derived from its turn in
+one place."""
 
 from __future__ import annotations
 
