@@ -519,9 +519,34 @@ def test_bad_input_is_named_the_same_across_read_ahead_chunks(
 
 @pytest.mark.parametrize("path", LEGACY_FILES, ids=lambda p: p.stem)
 def test_legacy_files_round_trip_with_tiny_read_ahead_chunks(
-    sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: Path
+    database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: Path
 ) -> None:
+    """Batches of two records: a repeated node line falls in another batch than its first."""
     monkeypatch.setattr("memstore.store.transfer.BATCH_ROWS", 2)
-    with SessionStore(sqlite_url) as opened:
+    with SessionStore(database_url) as opened:
         assert round_trip(opened, path, tmp_path) == path.read_bytes()
         assert opened.head(path.stem) == expected_for(path)["leaf"]
+
+
+@pytest.mark.parametrize("batch_rows", [2, 1000])
+def test_export_does_not_need_nodes_stored_in_the_order_the_log_names_them(
+    database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch_rows: int
+) -> None:
+    """Export merges the log with the nodes in stored order as a fast path; when the order
+    differs, each line is still rendered from its own node, and a grown file still imports."""
+    monkeypatch.setattr("memstore.store.transfer.BATCH_ROWS", batch_rows)
+    original = (LEGACY / "collision.jsonl").read_bytes()
+    source = write(tmp_path / "s.jsonl", original[: original.index(b"\n", len(original) // 2) + 1])
+    with SessionStore(database_url) as opened:
+        opened.import_jsonl(source)
+        with opened.engine.begin() as connection:  # store the nodes in reverse order
+            connection.execute(sqlalchemy.text("UPDATE nodes SET pk = -pk"))
+        assert export(opened, "s", tmp_path / "prefix.jsonl") == source.read_bytes()
+        source.write_bytes(original)
+        assert opened.import_jsonl(source).records > 0
+        assert export(opened, "s", tmp_path / "all.jsonl") == original
+
+
+def export(store: SessionStore, session_id: str, path: Path) -> bytes:
+    store.export_jsonl(session_id, path)
+    return path.read_bytes()

@@ -8,14 +8,13 @@ batches, so memory stays bounded by the largest line, not the file.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
-from collections.abc import Callable, Generator, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
-from sqlalchemy import and_, bindparam, or_, select, text, update
+from sqlalchemy import bindparam, select, text, update
 
 from memstore.errors import JsonlError, UnknownSessionError
 from memstore.jsonl import (
@@ -94,74 +93,112 @@ class ImportReport:
         return [warning for item in self.files for warning in item.warnings]
 
 
-# The session's records in order, with what is needed to render each line: streamed from the
-# driver's cursor (a server-side one on PostgreSQL), a batch at a time.
-_STORED_RECORDS = Prepared(
-    select(
-        records.c.kind,
-        records.c.node_id,
-        records.c.raw,
-        nodes.c.parent_id,
-        nodes.c.turn_json,
-        nodes.c.created_at,
-    )
-    .outerjoin(
-        nodes,
-        and_(
-            nodes.c.session_id == records.c.session_id,
-            nodes.c.id == records.c.node_id,
-            or_(records.c.kind == "node", records.c.kind == "append"),
-        ),
-    )
+# A session's lines are read from two streams in stored order, merged rather than joined record by
+# record (an index lookup each): its log records, and its nodes. A node is stored with the first
+# record that names it, so the next node in `_NODES_IN_ORDER` is the one a record names, unless the
+# record repeats an earlier node; those few are looked up, a batch of records at a time. Both are
+# streamed from the driver's cursor (server-side ones on PostgreSQL), a batch at a time.
+_RECORDS_IN_ORDER = Prepared(
+    select(records.c.kind, records.c.node_id, records.c.raw)
     .where(records.c.session_id == bindparam("session_id"))
     .order_by(records.c.pk),
     streamed=True,
 )
+_NODES_IN_ORDER = Prepared(
+    select(nodes.c.id, nodes.c.parent_id, nodes.c.turn_json, nodes.c.created_at)
+    .where(nodes.c.session_id == bindparam("session_id"))
+    .order_by(nodes.c.pk),
+    streamed=True,
+)
+_Record = tuple[str, str | None, str | None]  # kind, node_id, raw
+_NodeRow = tuple[str, str | None, str, int]  # id, parent_id, turn_json, created_at
 
 
-def render_record(row: Sequence[Any]) -> str:
-    """A stored record's line (an append's two lines), exactly as they were written, from a
-    `_STORED_RECORDS` row: (kind, node_id, raw, parent_id, turn_json, created_at)."""
-    kind, node_id, raw, parent_id, turn_json, created_at = row
+def render_record(kind: str, node_id: str | None, raw: str | None, node: _NodeRow | None) -> str:
+    """A stored record's line (an append's two lines), exactly as they were written; `node` is
+    the stored node it names (needed unless the record kept its raw line)."""
     if raw is not None:
-        return str(raw)
+        return raw
+    assert node_id is not None, "a record without its raw line names a node"
     if kind == "head":
         return head_line(node_id)
+    assert node is not None, f"record of node {node_id!r} read without its node"
+    _, parent_id, turn_json, created_at = node
     if kind == "append":
         return append_lines(node_id, parent_id, turn_json, created_at)
     return node_line(node_id, parent_id, turn_json, created_at)
 
 
-def _stored_lines(session_id: str) -> Plan[Generator[str, None, None]]:
-    """The session's lines, streamed; the cursor closes when the iterator ends or is dropped."""
-    rows: Any = yield _STORED_RECORDS, {"session_id": session_id}
+class _StoredLines:
+    """A session's stored lines, a batch of records at a time (see `_RECORDS_IN_ORDER`)."""
 
-    def lines() -> Generator[str, None, None]:
-        with contextlib.closing(rows):
-            for row in rows:
-                yield render_record(row)
+    def __init__(
+        self, session_id: str, records: Iterator[_Record], nodes: Iterator[_NodeRow]
+    ) -> None:
+        self.session_id = session_id
+        self.records = records
+        self.nodes = nodes
+        self.pending = next(nodes, None)  # the first node no record has named yet
 
-    return lines()
+    @classmethod
+    def open(cls, session_id: str) -> Plan[_StoredLines]:
+        """Start both streams (each query runs when first read)."""
+        params = {"session_id": session_id}
+        records: Any = yield _RECORDS_IN_ORDER, params
+        nodes: Any = yield _NODES_IN_ORDER, params
+        return cls(session_id, records, nodes)
+
+    def next_batch(self) -> Plan[list[tuple[str, int]]]:
+        """The next batch's lines, each with how many lines it holds (an append: 2); empty at
+        the end."""
+        batch = list(itertools.islice(self.records, BATCH_ROWS))
+        named: dict[str | None, _NodeRow] = {}
+        repeated: list[str] = []
+        for kind, node_id, raw in batch:
+            if kind != "node" and kind != "append":
+                continue
+            if self.pending is not None and self.pending[0] == node_id:
+                named[node_id] = self.pending
+                self.pending = next(self.nodes, None)
+            elif raw is None and node_id is not None and node_id not in named:
+                repeated.append(node_id)
+        if repeated:
+            for row in (yield node_rows(self.session_id, repeated)):
+                named[row.id] = tuple(row)
+        return [
+            (render_record(kind, node_id, raw, named.get(node_id)), 2 if kind == "append" else 1)
+            for kind, node_id, raw in batch
+        ]
+
+    def close(self) -> None:
+        """Close both cursors (also when the caller stops early)."""
+        for stream in (self.records, self.nodes):
+            close = getattr(stream, "close", None)
+            if close is not None:
+                close()
 
 
 def _match_prefix(path: Path, session_id: str, file: BinaryIO) -> Plan[tuple[int, int]]:
     """Check that what was imported before is still the file's prefix; returns its bytes and
     lines. The file is left positioned just after the prefix."""
     offset = lines = 0
-    stored = yield from _stored_lines(session_id)
-    for stored_line in stored:
-        expected = stored_line.encode()
-        if file.read(len(expected)) != expected:
-            stored.close()
-            raise JsonlError(
-                path,
-                lines + 1,
-                f"this line differs from what was imported into session {session_id!r} before; "
-                "the file's already-imported part changed (import it under another session id, "
-                "or delete the session first)",
-            )
-        offset += len(expected)
-        lines += stored_line.count("\n") or 1
+    stored = yield from _StoredLines.open(session_id)
+    try:
+        while batch := (yield from stored.next_batch()):
+            for stored_line, count in batch:
+                expected = stored_line.encode()
+                if file.read(len(expected)) != expected:
+                    raise JsonlError(
+                        path,
+                        lines + 1,
+                        f"this line differs from what was imported into session {session_id!r} "
+                        "before; the file's already-imported part changed (import it under "
+                        "another session id, or delete the session first)",
+                    )
+                offset += len(expected)
+                lines += count
+    finally:
+        stored.close()
     return offset, lines
 
 
@@ -406,9 +443,11 @@ def export_session(session_id: str, out: TextIO) -> Plan[int]:
     if (yield select(sessions.c.id).where(sessions.c.id == lookup_id(session_id))).first() is None:
         raise UnknownSessionError(f"no session {session_id!r}")
     count = 0
-    rows: Any = yield _STORED_RECORDS, {"session_id": session_id}
-    with contextlib.closing(rows):
-        while batch := list(itertools.islice(rows, BATCH_ROWS)):
-            out.write("".join(map(render_record, batch)))  # one write per batch of records
-            count += len(batch) + sum(row[0] == "append" for row in batch)  # an append: 2 lines
+    stored = yield from _StoredLines.open(session_id)
+    try:
+        while batch := (yield from stored.next_batch()):
+            out.write("".join(line for line, _ in batch))  # one write per batch of records
+            count += sum(lines for _, lines in batch)
+    finally:
+        stored.close()
     return count
