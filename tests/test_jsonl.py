@@ -193,13 +193,36 @@ def test_a_grown_file_adds_only_its_new_records(store: SessionStore, tmp_path: P
     assert (tmp_path / "out.jsonl").read_bytes() == source.read_bytes()
 
 
-def test_a_changed_prefix_is_refused(store: SessionStore, tmp_path: Path) -> None:
+def changed_line(lines: list[bytes], number: int) -> list[bytes]:
+    """`lines` with line `number` (1-based) still valid JSON but no longer the same bytes."""
+    return [*lines[: number - 1], lines[number - 1].replace(b'":', b'": ', 1), *lines[number:]]
+
+
+PREFIX_CHANGES = {
+    "first-node-line": lambda lines: (changed_line(lines, 1), 1),
+    "a-head-line": lambda lines: (changed_line(lines, 12), 12),  # an append's second line
+    "a-later-node-line": lambda lines: (changed_line(lines, 21), 21),
+    "cut-short": lambda lines: ([*lines[:6], lines[6][:40]], 7),
+}
+
+
+@pytest.mark.parametrize("change", PREFIX_CHANGES.values(), ids=PREFIX_CHANGES.keys())
+@pytest.mark.parametrize("batch_rows", [3, 1000])
+def test_a_changed_prefix_is_refused_naming_its_first_changed_line(
+    store: SessionStore,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    change: Any,
+    batch_rows: int,
+) -> None:
+    monkeypatch.setattr("memstore.store.transfer.BATCH_ROWS", batch_rows)
     original = (LEGACY / "linear-chat.jsonl").read_bytes()
     source = write(tmp_path / "chat.jsonl", original)
     store.import_jsonl(source)
     before = database_rows(store)
-    source.write_bytes(original.replace(b"Quick question", b"Quick Question", 1))
-    with pytest.raises(JsonlError, match=r"chat.jsonl:\d+: this line differs"):
+    lines, number = change(original.split(b"\n"))
+    source.write_bytes(b"\n".join(lines))
+    with pytest.raises(JsonlError, match=rf"chat.jsonl:{number}: this line differs"):
         store.import_jsonl(source)
     assert database_rows(store) == before
 

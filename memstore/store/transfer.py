@@ -50,7 +50,6 @@ __all__ = [
     "import_file",
     "import_plans",
     "import_targets",
-    "render_record",
 ]
 
 BATCH_ROWS = 1000
@@ -114,11 +113,9 @@ _Record = tuple[str, str | None, str | None]  # kind, node_id, raw
 _NodeRow = tuple[str, str | None, str, int]  # id, parent_id, turn_json, created_at
 
 
-def render_record(kind: str, node_id: str | None, raw: str | None, node: _NodeRow | None) -> str:
-    """A stored record's line (an append's two lines), exactly as they were written; `node` is
-    the stored node it names (needed unless the record kept its raw line)."""
-    if raw is not None:
-        return raw
+def _render(kind: str, node_id: str | None, node: _NodeRow | None) -> str:
+    """The line (an append: the two lines) the original writer writes for a record; `node` is
+    the stored node the record names, None for a head."""
     assert node_id is not None, "a record without its raw line names a node"
     if kind == "head":
         return head_line(node_id)
@@ -148,27 +145,31 @@ class _StoredLines:
         nodes: Any = yield _NODES_IN_ORDER, params
         return cls(session_id, records, nodes)
 
-    def next_batch(self) -> Plan[list[tuple[str, int]]]:
-        """The next batch's lines, each with how many lines it holds (an append: 2); empty at
-        the end."""
+    def next_batch(self) -> Plan[tuple[str, int]]:
+        """The text of the next batch of records, exactly as written, and how many lines it
+        holds; ("", 0) at the end."""
         batch = list(itertools.islice(self.records, BATCH_ROWS))
-        named: dict[str | None, _NodeRow] = {}
-        repeated: list[str] = []
-        for kind, node_id, raw in batch:
-            if kind != "node" and kind != "append":
-                continue
-            if self.pending is not None and self.pending[0] == node_id:
-                named[node_id] = self.pending
-                self.pending = next(self.nodes, None)
-            elif raw is None and node_id is not None and node_id not in named:
-                repeated.append(node_id)
+        texts: list[str] = []
+        lines = len(batch)
+        repeated: dict[int, _Record] = {}  # position in `texts`: a record of an earlier node
+        for record in batch:
+            kind, node_id, raw = record
+            node = None
+            if kind == "append" or kind == "node":
+                lines += kind == "append"  # a node line and a head line
+                if self.pending is not None and self.pending[0] == node_id:
+                    node, self.pending = self.pending, next(self.nodes, None)
+                elif raw is None:
+                    repeated[len(texts)] = record
+                    texts.append("")  # rendered below, once its node is read
+                    continue
+            texts.append(raw if raw is not None else _render(kind, node_id, node))
         if repeated:
-            for row in (yield node_rows(self.session_id, repeated)):
-                named[row.id] = tuple(row)
-        return [
-            (render_record(kind, node_id, raw, named.get(node_id)), 2 if kind == "append" else 1)
-            for kind, node_id, raw in batch
-        ]
+            ids = {node_id for _, node_id, _ in repeated.values() if node_id is not None}
+            found = {row.id: tuple(row) for row in (yield node_rows(self.session_id, ids))}
+            for position, (kind, node_id, _) in repeated.items():
+                texts[position] = _render(kind, node_id, found.get(node_id))
+        return "".join(texts), lines
 
     def close(self) -> None:
         """Close both cursors (also when the caller stops early)."""
@@ -178,28 +179,37 @@ class _StoredLines:
                 close()
 
 
+def _common_prefix(first: bytes, second: bytes) -> int:
+    """How many bytes `first` and `second` start with in common."""
+    pairs = enumerate(zip(first, second, strict=False))
+    return next((at for at, (a, b) in pairs if a != b), min(len(first), len(second)))
+
+
 def _match_prefix(path: Path, session_id: str, file: BinaryIO) -> Plan[tuple[int, int]]:
     """Check that what was imported before is still the file's prefix; returns its bytes and
     lines. The file is left positioned just after the prefix."""
     offset = lines = 0
     stored = yield from _StoredLines.open(session_id)
     try:
-        while batch := (yield from stored.next_batch()):
-            for stored_line, count in batch:
-                expected = stored_line.encode()
-                if file.read(len(expected)) != expected:
-                    raise JsonlError(
-                        path,
-                        lines + 1,
-                        f"this line differs from what was imported into session {session_id!r} "
-                        "before; the file's already-imported part changed (import it under "
-                        "another session id, or delete the session first)",
-                    )
-                offset += len(expected)
-                lines += count
+        while True:
+            text, count = yield from stored.next_batch()
+            if not count:
+                return offset, lines
+            expected = text.encode()
+            found = file.read(len(expected))
+            if found != expected:
+                same = _common_prefix(expected, found)
+                raise JsonlError(
+                    path,
+                    lines + expected.count(b"\n", 0, same) + 1,
+                    f"this line differs from what was imported into session {session_id!r} "
+                    "before; the file's already-imported part changed (import it under "
+                    "another session id, or delete the session first)",
+                )
+            offset += len(expected)
+            lines += count
     finally:
         stored.close()
-    return offset, lines
 
 
 class _Batch:
@@ -445,9 +455,11 @@ def export_session(session_id: str, out: TextIO) -> Plan[int]:
     count = 0
     stored = yield from _StoredLines.open(session_id)
     try:
-        while batch := (yield from stored.next_batch()):
-            out.write("".join(line for line, _ in batch))  # one write per batch of records
-            count += sum(lines for _, lines in batch)
+        while True:
+            text, lines = yield from stored.next_batch()
+            if not lines:
+                return count
+            out.write(text)  # one write per batch of records
+            count += lines
     finally:
         stored.close()
-    return count
