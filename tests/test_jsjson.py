@@ -441,6 +441,31 @@ def test_fast_and_exact_paths_agree(value: object) -> None:
     assert jsjson.dumps_bytes(value) == exact_dumps(value).encode()
 
 
+RISKY_LOOKING_TEXT = ["[1.0]", '{"a":1.0}', "[5e-7]", "[1e+21,2]", '{"1":2}', "x.0"]
+
+
+@pytest.mark.parametrize("text", RISKY_LOOKING_TEXT)
+def test_a_string_takes_the_fast_path_whatever_it_holds(
+    monkeypatch: pytest.MonkeyPatch, text: str
+) -> None:
+    """Numbers and keys are what orjson may write differently; a string's text holds neither,
+    even when it reads like them (tool outputs often do)."""
+    expected = exact_dumps(text)
+
+    def refuse(value: object, reuse_orjson: bool = False) -> str:
+        raise AssertionError("the exact path was taken")
+
+    monkeypatch.setattr(jsjson, "_encode_exact", refuse)
+    assert jsjson.dumps(text) == expected
+    assert jsjson.dumps_bytes(text) == expected.encode()
+
+
+@given(st.text() | st.sampled_from(RISKY_LOOKING_TEXT) | st.sampled_from(["\ud800", "a\udfff"]))
+def test_strings_are_written_as_the_exact_encoder_writes_them(text: str) -> None:
+    assert jsjson.dumps(text) == exact_dumps(text)
+    assert jsjson.dumps_bytes(text) == exact_dumps(text).encode()
+
+
 def test_orjson_fast_path_number_formats_match_javascript_where_kept() -> None:
     """Every float orjson writes without an exponent and not integral must be JavaScript's."""
     rnd = random.Random(20240601)

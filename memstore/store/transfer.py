@@ -26,6 +26,7 @@ from memstore.jsonl import (
     read_records,
     verify_node_id,
 )
+from memstore.store.bulk import paused_gc
 from memstore.store.plans import (
     INSERT_RECORDS,
     Plan,
@@ -321,7 +322,8 @@ def _in_chunks(records: Iterator[Record]) -> Iterator[list[Record]]:
     while True:
         chunk: list[Record] = []
         try:
-            chunk.extend(itertools.islice(records, BATCH_ROWS))
+            with paused_gc():  # parsed turns: many small containers, and no cycles among them
+                chunk.extend(itertools.islice(records, BATCH_ROWS))
         except JsonlError:
             yield chunk
             raise
