@@ -405,15 +405,20 @@ TYPICAL_TURN = {
 }
 
 
-def test_typical_values_take_the_fast_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    expected = exact_dumps(TYPICAL_TURN)
+def assert_fast_path_writes(value: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`dumps` and `dumps_bytes` write `value` as the exact encoder does, without calling it."""
+    expected = exact_dumps(value)
 
     def refuse(value: object, reuse_orjson: bool = False) -> str:
         raise AssertionError("the exact path was taken")
 
     monkeypatch.setattr(jsjson, "_encode_exact", refuse)
-    assert jsjson.dumps(TYPICAL_TURN) == expected
-    assert jsjson.dumps_bytes(TYPICAL_TURN) == expected.encode()
+    assert jsjson.dumps(value) == expected
+    assert jsjson.dumps_bytes(value) == expected.encode()
+
+
+def test_typical_values_take_the_fast_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert_fast_path_writes(TYPICAL_TURN, monkeypatch)
 
 
 @pytest.mark.parametrize(
@@ -450,14 +455,7 @@ def test_a_string_takes_the_fast_path_whatever_it_holds(
 ) -> None:
     """Numbers and keys are what orjson may write differently; a string's text holds neither,
     even when it reads like them (tool outputs often do)."""
-    expected = exact_dumps(text)
-
-    def refuse(value: object, reuse_orjson: bool = False) -> str:
-        raise AssertionError("the exact path was taken")
-
-    monkeypatch.setattr(jsjson, "_encode_exact", refuse)
-    assert jsjson.dumps(text) == expected
-    assert jsjson.dumps_bytes(text) == expected.encode()
+    assert_fast_path_writes(text, monkeypatch)
 
 
 @given(st.text() | st.sampled_from(RISKY_LOOKING_TEXT) | st.sampled_from(["\ud800", "a\udfff"]))
