@@ -110,7 +110,7 @@ _NODES_IN_ORDER = Prepared(
     .order_by(nodes.c.pk),
     streamed=True,
 )
-_Record = tuple[str, str | None, str | None]  # kind, node_id, raw
+_LogRow = tuple[str, str | None, str | None]  # kind, node_id, raw
 _NodeRow = tuple[str, str | None, str, int]  # id, parent_id, turn_json, created_at
 
 
@@ -131,7 +131,7 @@ class _StoredLines:
     """A session's stored lines, a batch of records at a time (see `_RECORDS_IN_ORDER`)."""
 
     def __init__(
-        self, session_id: str, records: Iterator[_Record], nodes: Iterator[_NodeRow]
+        self, session_id: str, records: Iterator[_LogRow], nodes: Iterator[_NodeRow]
     ) -> None:
         self.session_id = session_id
         self.records = records
@@ -152,7 +152,7 @@ class _StoredLines:
         batch = list(itertools.islice(self.records, BATCH_ROWS))
         texts: list[str] = []
         lines = len(batch)
-        repeated: dict[int, _Record] = {}  # position in `texts`: a record of an earlier node
+        repeated: dict[int, _LogRow] = {}  # position in `texts`: a record of an earlier node
         for record in batch:
             kind, node_id, raw = record
             node = None
