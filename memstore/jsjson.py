@@ -101,7 +101,7 @@ def dumps(value: object) -> str:
         written = orjson.dumps(value, option=_ORJSON_OPTIONS)
     except orjson.JSONEncodeError:
         return _encode_exact(value, reuse_orjson=True)
-    if type(value) is not str and _could_differ(written):
+    if _could_differ(value, written):
         return _encode_exact(value, reuse_orjson=True)
     return written.decode()
 
@@ -133,7 +133,7 @@ def dumps_bytes(value: object) -> bytes:
         written = orjson.dumps(value, option=_ORJSON_OPTIONS)
     except orjson.JSONEncodeError:
         return _encode_exact(value, reuse_orjson=True).encode()
-    if type(value) is not str and _could_differ(written):
+    if _could_differ(value, written):
         return _encode_exact(value, reuse_orjson=True).encode()
     return written
 
@@ -168,9 +168,12 @@ def loads(text: str | bytes) -> Any:
 # --- dumps ------------------------------------------------------------------------------------
 
 
-def _could_differ(written: bytes) -> bool:
-    """Whether orjson's output may differ from JavaScript's (false positives only cost time).
-    A string's never can: it holds no number and no key, and orjson escapes as JavaScript does."""
+def _could_differ(value: object, written: bytes) -> bool:
+    """Whether orjson's output `written` for `value` may differ from JavaScript's (false
+    positives only cost time). A string's never can: it holds no number and no key, and orjson
+    escapes as JavaScript does."""
+    if type(value) is str:
+        return False
     # Patterns that start with a literal search faster than `bytes.__contains__` does here;
     # a float ending is then confirmed to belong to a number, not to text in a string.
     if _DIGIT_KEY.search(written) is not None or written.endswith(b".0"):
@@ -260,7 +263,7 @@ def _write_with_orjson(value: object, out: list[str]) -> bool:
         written = orjson.dumps(value, option=_ORJSON_OPTIONS)
     except orjson.JSONEncodeError:
         return False
-    if _could_differ(written):
+    if _could_differ(value, written):
         return False
     out.append(written.decode())
     return True
