@@ -16,7 +16,7 @@ from sqlalchemy.engine import URL, Engine
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from memstore.graph import SessionGraph
-from memstore.store import compaction, plans, search, transfer
+from memstore.store import compaction, foreign, plans, search, transfer
 from memstore.store.engine import (
     ASYNC_DRIVERS,
     BUSY_TIMEOUT_SECONDS,
@@ -274,6 +274,35 @@ class AsyncSessionStore:
             progress=progress,
         )
         for file, plan in plans_:
+            report.files.append(
+                await self._run_blocking(plan, write=True, action=f"importing {file}")
+            )
+        return report
+
+    async def import_pi(
+        self, path: str | os.PathLike[str], *, progress: Progress | None = None
+    ) -> ImportReport:
+        """See `SessionStore.import_pi`."""
+        return await self.import_foreign(path, agent="pi", progress=progress)
+
+    async def import_claude_code(
+        self, path: str | os.PathLike[str], *, progress: Progress | None = None
+    ) -> ImportReport:
+        """See `SessionStore.import_claude_code`."""
+        return await self.import_foreign(path, agent="claude-code", progress=progress)
+
+    async def import_foreign(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        agent: str = "auto",
+        progress: Progress | None = None,
+    ) -> ImportReport:
+        """See `SessionStore.import_foreign`."""
+        report = ImportReport()
+        for file, plan in foreign.foreign_import_plans(
+            self.dialect, Path(path), agent, progress=progress
+        ):
             report.files.append(
                 await self._run_blocking(plan, write=True, action=f"importing {file}")
             )

@@ -13,7 +13,7 @@ from sqlalchemy import Connection, Engine
 from sqlalchemy.engine import URL
 
 from memstore.graph import SessionGraph
-from memstore.store import compaction, plans, search, transfer
+from memstore.store import compaction, foreign, plans, search, transfer
 from memstore.store.engine import DEFAULT_URL, WRITE, create_store_engine
 from memstore.store.errors import translate_database_errors
 from memstore.store.files import atomic_text_file
@@ -290,6 +290,50 @@ class SessionStore:
             progress=progress,
         )
         for file, plan in plans_:
+            report.files.append(self._run(plan, write=True, action=f"importing {file}"))
+        return report
+
+    def import_pi(
+        self, path: str | os.PathLike[str], *, progress: Progress | None = None
+    ) -> ImportReport:
+        """Import pi session files: a file, or every `*.jsonl` under a directory (recursively).
+
+        Each file is one transaction and one session (its file name's stem). The entries' tree
+        is kept (messages, compactions and branch summaries as nodes under their parents' nodes;
+        the last entry is the head); headers, model changes, labels and names become the
+        session's metadata, tags and title; usage and cost go to `node_usage`. Every line is
+        kept, so `export_jsonl` writes the file back byte for byte. Importing again adds only
+        what the file gained.
+
+        Raises:
+            JsonlError: naming the file and line; that file's import left no trace.
+        """
+        return self.import_foreign(path, agent="pi", progress=progress)
+
+    def import_claude_code(
+        self, path: str | os.PathLike[str], *, progress: Progress | None = None
+    ) -> ImportReport:
+        """Import Claude Code transcripts: a file, or every `*.jsonl` under a directory.
+
+        Like `import_pi`. Sidechains stay in their session; a subagent transcript
+        (`<session>/subagents/agent-<id>.jsonl`) becomes session `<session>~agent-<id>`, whose
+        metadata names its `parentSession`.
+        """
+        return self.import_foreign(path, agent="claude-code", progress=progress)
+
+    def import_foreign(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        agent: str = "auto",
+        progress: Progress | None = None,
+    ) -> ImportReport:
+        """Import pi or Claude Code files (`agent`: "pi", "claude-code" or "auto", which tells
+        each file's agent from its first lines). See `import_pi`."""
+        report = ImportReport()
+        for file, plan in foreign.foreign_import_plans(
+            self.dialect, Path(path), agent, progress=progress
+        ):
             report.files.append(self._run(plan, write=True, action=f"importing {file}"))
         return report
 

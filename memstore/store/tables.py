@@ -13,6 +13,8 @@ Alembic revisions in `migrations/` create and evolve these tables; a test checks
   line naming it); `node`, `head` and `other` rows are single lines. `raw` keeps an imported
   line's exact text when it cannot be re-derived from the node (spacing, escapes, key order,
   unknown record types).
+- `node_usage`: what the model call behind an imported node cost (provider, model, tokens,
+  US dollars), one row per node whose source file says so (pi and Claude Code imports).
 - `nodes_fts` (SQLite only, made by migration 0002, not modelled here): the FTS5 index of
   `nodes.search_text`. The store fills it as it inserts nodes; triggers keep it on delete and
   update.
@@ -25,6 +27,7 @@ from sqlalchemy import (
     BigInteger,
     CheckConstraint,
     Column,
+    Float,
     ForeignKey,
     ForeignKeyConstraint,
     Index,
@@ -42,6 +45,7 @@ from sqlalchemy.dialects.postgresql import JSONB
 __all__ = [
     "metadata",
     "node_blocks",
+    "node_usage",
     "nodes",
     "nodes_fts",
     "records",
@@ -135,6 +139,23 @@ records = Table(
     ),
     CheckConstraint("kind IN ('append', 'node', 'head', 'other')", name="known_kind"),
     Index(None, "session_id", "pk"),
+)
+
+node_usage = Table(
+    "node_usage",
+    metadata,
+    Column("session_id", Id, primary_key=True),
+    Column("node_id", Id, primary_key=True),
+    Column("provider", Text, nullable=True),
+    Column("model", Text, nullable=True),
+    Column("input_tokens", BigInteger, nullable=True),
+    Column("output_tokens", BigInteger, nullable=True),
+    Column("cache_read_tokens", BigInteger, nullable=True),
+    Column("cache_write_tokens", BigInteger, nullable=True),
+    Column("cost_usd", Float, nullable=True),
+    ForeignKeyConstraint(
+        ["session_id", "node_id"], ["nodes.session_id", "nodes.id"], ondelete="CASCADE"
+    ),
 )
 
 # SQLite's full-text index, for the statements that fill and query it (its rowid is `nodes.pk`).

@@ -1,0 +1,98 @@
+"""Other agents' session files: pi's and Claude Code's JSONL trees, read into memstore's DAG.
+
+No SQL here: `memstore.store.foreign` imports what these readers make, one transaction per file,
+and keeps every line's bytes so that an export writes the file back exactly.
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import NamedTuple
+
+from memstore import jsjson
+from memstore.errors import JsonlError
+from memstore.foreign._common import AGENTS, Entry, ForeignReader, SessionFacts, UsageRow
+from memstore.foreign.claude_code import ClaudeCodeReader, looks_like_claude_code
+from memstore.foreign.pi import PiReader, looks_like_pi
+from memstore.jsonl import read_lines
+
+__all__ = [
+    "AGENTS",
+    "ClaudeCodeReader",
+    "Entry",
+    "ForeignReader",
+    "ForeignTarget",
+    "PiReader",
+    "SessionFacts",
+    "UsageRow",
+    "detect_agent",
+    "foreign_targets",
+    "new_reader",
+]
+
+_SNIFF_LINES = 20
+
+
+class ForeignTarget(NamedTuple):
+    """One file to import: which agent wrote it, its session, and the session it belongs to
+    (a Claude Code subagent transcript's parent session; None otherwise)."""
+
+    path: Path
+    agent: str
+    session_id: str
+    parent_session: str | None = None
+
+
+def new_reader(agent: str) -> ForeignReader:
+    """A fresh reader for one file of `agent` ("pi" or "claude-code")."""
+    if agent == "pi":
+        return PiReader()
+    if agent == "claude-code":
+        return ClaudeCodeReader()
+    raise ValueError(f"unknown agent {agent!r}; expected one of {', '.join(AGENTS)}")
+
+
+def detect_agent(path: Path) -> str:
+    """Which agent wrote a session file, from its first lines.
+
+    Raises:
+        JsonlError: the file is neither a pi session nor a Claude Code transcript.
+    """
+    with path.open("rb") as file:
+        for line in itertools.islice(read_lines(file), _SNIFF_LINES):
+            try:
+                value = jsjson.loads(line.data.decode("utf-8"))
+            except (ValueError, UnicodeDecodeError):
+                continue
+            if isinstance(value, dict) and looks_like_pi(value):
+                return "pi"
+            if isinstance(value, dict) and looks_like_claude_code(value):
+                return "claude-code"
+    raise JsonlError(path, None, "neither a pi session nor a Claude Code transcript")
+
+
+def foreign_targets(path: Path, agent: str = "auto") -> list[ForeignTarget]:
+    """The files an import of `path` covers: the file, or every `*.jsonl` under a directory
+    (recursively), each with its agent (`auto`: detected per file) and session id.
+
+    A session's id is its file name's stem; a Claude Code subagent transcript
+    (`<session>/subagents/agent-<id>.jsonl`) becomes `<session>~agent-<id>`.
+    """
+    if agent != "auto":
+        new_reader(agent)  # checks the name
+    if path.is_dir():
+        files = sorted(item for item in path.rglob("*.jsonl") if item.is_file())
+    elif path.is_file():
+        files = [path]
+    else:
+        raise JsonlError(path, None, "no such file or directory")
+    return [_target(file, agent) for file in files]
+
+
+def _target(file: Path, agent: str) -> ForeignTarget:
+    found = detect_agent(file) if agent == "auto" else agent
+    if file.parent.name == "subagents" and found == "claude-code":
+        parent = file.parent.parent.name
+        return ForeignTarget(file, found, f"{parent}~{file.stem}", parent)
+    return ForeignTarget(file, found, file.stem)

@@ -1,0 +1,152 @@
+"""Claude Code transcripts: `~/.claude/projects/<project>/<session>.jsonl`.
+
+One record per line. `user` and `assistant` records carry an Anthropic `message` and are chained
+by `uuid` / `parentUuid`; they become turns under their parent's node. `system`, `progress`,
+`attachment` and the like also sit in the chain but stay records (an entry under one hangs from
+the nearest message above it). A `compact_boundary` system record starts a new root
+(`parentUuid` null, like the Claude Code readers); the `isCompactSummary` user record under it
+becomes a condensed summary turn. `summary` records (no uuid) give the session its title.
+Sidechain records (`isSidechain`) are kept in the same session; subagent transcripts
+(`<session>/subagents/agent-<id>.jsonl`) become sessions of their own that name their parent.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from memstore.foreign._common import (
+    Entry,
+    Problem,
+    SessionFacts,
+    Tree,
+    UsageRow,
+    as_float,
+    as_int,
+    checked_turn,
+    condensed_turn,
+    content_blocks,
+    epoch_ms,
+    lenient,
+    need,
+    shared_block,
+)
+
+__all__ = ["ClaudeCodeReader", "looks_like_claude_code"]
+
+_MESSAGE_TYPES = frozenset({"user", "assistant"})
+_SESSION_KEYS = ("sessionId", "cwd", "gitBranch", "version", "agentId", "slug")
+
+
+def looks_like_claude_code(value: dict[str, Any]) -> bool:
+    """Whether a line is a Claude Code transcript record."""
+    if "uuid" in value or "sessionId" in value or "leafUuid" in value:
+        return True
+    return value.get("type") in ("file-history-snapshot", "queue-operation")
+
+
+class ClaudeCodeReader:
+    """Reads a Claude Code transcript a line at a time (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.facts = SessionFacts("claude-code")
+        self.tree = Tree(orphans=self.facts.notes)
+        self.sidechain_nodes = 0
+        self.nodes: set[str] = set()
+
+    def read(self, value: Any) -> Entry:
+        """The entry one parsed line makes; Problem for a record that breaks the format."""
+        kind = value.get("type")
+        if kind == "summary":
+            if isinstance(value.get("summary"), str):
+                self.facts.title = value["summary"]
+            return Entry()
+        entry_id = value.get("uuid")
+        if entry_id is None:
+            return Entry()
+        entry_id = need(entry_id, str, '"uuid"')
+        parent = need(value.get("parentUuid"), (str, type(None)), '"parentUuid"')
+        if entry_id in self.nodes:
+            return Entry()  # the same message again (a resumed session repeats some): kept as bytes
+        anchor = self.tree.anchor_of_parent(entry_id, parent)
+        self._facts(value)
+        if kind not in _MESSAGE_TYPES or not isinstance(value.get("message"), dict):
+            self.tree.add(entry_id, anchor)
+            return Entry()
+        turn, usage = _turn(value)
+        self.tree.add(entry_id, entry_id)
+        self.nodes.add(entry_id)
+        if value.get("isSidechain"):
+            self.sidechain_nodes += 1
+            self.facts.meta["sidechainNodes"] = self.sidechain_nodes
+        elif not value.get("isMeta") and not value.get("teamName"):
+            self.facts.head = entry_id
+        created = epoch_ms(value.get("timestamp"))
+        return Entry(entry_id, anchor, created, checked_turn(turn), usage)
+
+    def _facts(self, value: dict[str, Any]) -> None:
+        for key in _SESSION_KEYS:
+            if isinstance(value.get(key), str):
+                self.facts.meta[key] = value[key]
+        message = value.get("message")
+        if isinstance(message, dict) and isinstance(message.get("model"), str):
+            self.facts.meta["model"] = message["model"]
+
+
+def _turn(value: dict[str, Any]) -> tuple[dict[str, Any], UsageRow | None]:
+    message = value["message"]
+    blocks = content_blocks(message.get("content"), _block)
+    if value.get("isCompactSummary"):
+        text = "\n".join(block["text"] for block in blocks if block["kind"] == "text")
+        record = {"fromNodeId": value.get("logicalParentUuid"), "source": "claude-code"}
+        return condensed_turn(text, record), None
+    if value["type"] == "user":
+        return {"role": "user", "blocks": blocks}, None
+    return {"role": "assistant", "blocks": blocks}, _usage(value, message)
+
+
+@functools.partial(lenient, prefix="claude")
+def _block(part: Any) -> dict[str, Any]:
+    part = need(part, dict, "a content block")
+    if (shared := shared_block(part, "tool_use", "input")) is not None:
+        return shared
+    kind = part.get("type")
+    if kind == "tool_result":
+        call_id = need(part.get("tool_use_id"), str, "tool_result tool_use_id")
+        block = {"kind": "tool_result", "callId": call_id, "output": _output(part.get("content"))}
+        if isinstance(part.get("is_error"), bool):
+            block["isError"] = part["is_error"]
+        return block
+    if kind == "image" and isinstance(part.get("source"), dict):
+        source = part["source"]
+        if source.get("type") == "base64":
+            media = need(source.get("media_type"), str, "image media_type")
+            data = need(source.get("data"), str, "image data")
+            return {"kind": "image", "mediaType": media, "dataBase64": data}
+    raise Problem("not a content block memstore maps")
+
+
+def _output(content: Any) -> Any:
+    """A tool result's output: its text (text parts joined), or the content as it is."""
+    if isinstance(content, list) and all(
+        isinstance(part, dict) and part.get("type") == "text" for part in content
+    ):
+        return "\n".join(str(part.get("text", "")) for part in content)
+    return content
+
+
+def _usage(value: dict[str, Any], message: dict[str, Any]) -> UsageRow:
+    usage = _object(message.get("usage"))
+    return UsageRow(
+        provider="anthropic",
+        model=message.get("model") if isinstance(message.get("model"), str) else None,
+        input_tokens=as_int(usage.get("input_tokens")),
+        output_tokens=as_int(usage.get("output_tokens")),
+        cache_read_tokens=as_int(usage.get("cache_read_input_tokens")),
+        cache_write_tokens=as_int(usage.get("cache_creation_input_tokens")),
+        cost_usd=as_float(value.get("costUSD")),
+    )
+
+
+def _object(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}

@@ -1,0 +1,164 @@
+"""Importing pi and Claude Code session files (see `memstore.foreign`) as store plans.
+
+The same guarantees as the JSONL adapter (`transfer`), whose machinery this reuses: one
+transaction per file, nothing written when a line is refused, a torn final line skipped with a
+warning, and incremental imports (what was imported before must still be the file's prefix; only
+the lines after it are added). Every line is stored as a record with its exact text, so
+`export_session` writes the file back byte for byte; a message line's record names its node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import text, update
+
+from memstore import jsjson
+from memstore.errors import JsonlError
+from memstore.foreign import ForeignReader, ForeignTarget, foreign_targets, new_reader
+from memstore.foreign._common import Entry, Problem, decode_line
+from memstore.jsonl import Line, Record, is_torn, read_lines
+from memstore.store.plans import (
+    Plan,
+    ensure_session,
+    fetch,
+    node_id_problem,
+    now_ms,
+    session_info,
+    update_session,
+)
+from memstore.store.prepared import Prepared
+from memstore.store.tables import node_usage, sessions
+from memstore.store.transfer import FileImport, Progress, _Batch, _match_prefix
+from memstore.types import validate_session_id
+
+__all__ = ["foreign_import_plans", "import_foreign_file"]
+
+INSERT_USAGE = Prepared.insert(node_usage, [c.name for c in node_usage.columns])
+
+
+class _Lines:
+    """A file's lines as entries: each parsed and read in order, a torn final line skipped."""
+
+    def __init__(self, path: Path, reader: ForeignReader, report: FileImport) -> None:
+        self.path = path
+        self.reader = reader
+        self.report = report
+
+    def entries(self, file: Any) -> Iterator[tuple[Line, str, Entry]]:
+        for line in read_lines(file):
+            try:
+                raw, value = decode_line(self.path, line)
+            except JsonlError as error:
+                if not is_torn(line, error):
+                    raise
+                self.report.warnings.append(
+                    f"{self.path}:{line.number}: the last line is torn (no newline, not JSON: "
+                    f"an agent still writing it?); imported the {line.offset} bytes before it"
+                )
+                return
+            try:
+                entry = Entry() if value is None else self.reader.read(value)
+            except Problem as problem:
+                raise JsonlError(self.path, line.number, str(problem)) from None
+            notes = self.reader.facts.notes
+            self.report.warnings.extend(f"{self.path}:{line.number}: {note}" for note in notes)
+            notes.clear()
+            yield line, raw, entry
+
+
+class _UsageBatch:
+    """`node_usage` rows waiting for their nodes to be inserted."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        self.rows: list[dict[str, Any]] = []
+
+    def add(self, node_id: str, entry: Entry) -> None:
+        if entry.usage is not None:
+            self.rows.append(
+                {"session_id": self.session_id, "node_id": node_id, **entry.usage._asdict()}
+            )
+
+    def flush(self) -> Plan[None]:
+        if self.rows:
+            yield from fetch(INSERT_USAGE, self.rows)
+            self.rows = []
+
+
+def import_foreign_file(
+    dialect: str, target: ForeignTarget, *, progress: Progress | None = None
+) -> Plan[FileImport]:
+    """Import one pi or Claude Code file into its session (incrementally)."""
+    path, session_id = target.path, validate_session_id(target.session_id)
+    report = FileImport(path, session_id)
+    reader = new_reader(target.agent)
+    with path.open("rb") as file:
+        if dialect == "postgresql":
+            yield text("SET LOCAL plan_cache_mode = force_custom_plan")
+        report.leaf = yield from ensure_session(dialect, session_id, now_ms())
+        _, imported = yield from _match_prefix(path, session_id, file)
+        file.seek(0)  # read again from the start: the imported lines rebuild the reader's tree
+        batch, usage = _Batch(dialect, session_id), _UsageBatch(session_id)
+        for line, raw, entry in _Lines(path, reader, report).entries(file):
+            if line.number <= imported:
+                continue
+            _add(path, line, raw, entry, batch, usage)
+            report.records += 1
+            report.nodes += entry.node_id is not None
+            if batch.full():
+                yield from batch.flush()
+                yield from usage.flush()
+                if progress is not None:
+                    progress(line.end, line.number)
+        yield from batch.flush()
+        yield from usage.flush()
+    report.unchanged = report.records == 0
+    if not report.unchanged:
+        report.leaf = reader.facts.head
+        yield from _describe_session(dialect, target, reader)
+    return report
+
+
+def _add(path: Path, line: Line, raw: str, entry: Entry, batch: _Batch, usage: _UsageBatch) -> None:
+    """Queue one line's rows: its record, and its node (with usage) if it makes one."""
+    if entry.node_id is None or entry.turn is None:
+        batch.add_record("other", None, raw)
+        return
+    if problem := node_id_problem(entry.node_id):
+        raise JsonlError(path, line.number, f"id {entry.node_id[:40]!r} {problem}")
+    turn_json = jsjson.dumps(entry.turn)
+    record = Record(
+        line, "node", raw, entry.node_id, entry.parent, entry.created_at, entry.turn, turn_json
+    )
+    batch.add_node(record)
+    batch.add_record("node", entry.node_id, raw)
+    usage.add(entry.node_id, entry)
+
+
+def _describe_session(dialect: str, target: ForeignTarget, reader: ForeignReader) -> Plan[None]:
+    """The session's head, title, metadata and tags, from what its file said (added to what
+    the session held; the file's say wins)."""
+    facts = reader.facts
+    info = yield from session_info(target.session_id)
+    metadata = {**info.metadata, **facts.metadata()}
+    if target.parent_session is not None:
+        metadata["parentSession"] = target.parent_session
+    title = facts.title if facts.title is not None else info.title
+    tags = sorted(set(info.tags) | facts.tags)
+    yield from update_session(dialect, target.session_id, title=title, tags=tags, metadata=metadata)
+    yield (
+        update(sessions)
+        .where(sessions.c.id == target.session_id)
+        .values(head=facts.head, updated_at=now_ms())
+    )
+
+
+def foreign_import_plans(
+    dialect: str, path: Path, agent: str, *, progress: Progress | None = None
+) -> Iterator[tuple[Path, Plan[FileImport]]]:
+    """One import plan per file an import of `path` covers (each its own transaction)."""
+    for target in foreign_targets(path, agent):
+        yield target.path, import_foreign_file(dialect, target, progress=progress)
