@@ -102,6 +102,11 @@ def test_pi_sample_keeps_usage_cost_and_tool_calls_in_sql(
     ).rows[0][0]
     assert calls == 373  # the file's toolResult messages; 18 calls were never answered
     assert store.search("theme", session_id="large-session")
+    source = store.read_only_query(
+        "SELECT agent, cwd, model, input_tokens FROM session_sources "
+        "WHERE session_id = 'large-session'"
+    ).rows[0]
+    assert tuple(source) == ("pi", "/Users/badlogic/workspaces/pi-mono", "claude-sonnet-4-5", 1049)
     path = store.load_path("large-session")
     assert len(path) == 914
     assert path[0].role == "user"
