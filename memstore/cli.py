@@ -23,12 +23,12 @@ from rich.progress import DownloadColumn, Progress, TaskID, TextColumn
 from rich.table import Table
 
 from memstore import jsjson
-from memstore.errors import MemstoreError
+from memstore.errors import MemstoreError, OutputFileError
 from memstore.graph import SessionGraph
-from memstore.jsonl import export_file
+from memstore.jsonl import FILE_NAME_LIMIT, export_file, export_files
 from memstore.render import render_html, render_markdown
 from memstore.store import DEFAULT_URL, SessionInfo, SessionStore
-from memstore.store.files import atomic_text_file
+from memstore.store.files import STDOUT, atomic_text_file, is_stream_target
 from memstore.store.migrate import head_revision
 from memstore.store.transfer import FileImport, import_targets
 from memstore.terminal import format_time, render_transcript, render_tree
@@ -262,8 +262,15 @@ def export(
     ctx: typer.Context,
     session: Annotated[str | None, typer.Argument(help="The session to export.")] = None,
     output: Annotated[
-        Path, typer.Option("--output", "-o", help="The file (or, with --all, the directory).")
-    ] = Path("."),
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            help="The file ('-': standard output; a device or FIFO is written as a stream; "
+            "default: SESSION.FORMAT here), or with --all the directory (default: here).",
+            show_default=False,
+        ),
+    ] = None,
     all_sessions: Annotated[
         bool, typer.Option("--all", help="Export every session into the -o directory.")
     ] = False,
@@ -276,18 +283,42 @@ def export(
         ),
     ] = ExportFormat.JSONL,
 ) -> None:
-    """Write sessions back as legacy JSONL files (byte for byte), or as readable transcripts."""
+    """Write sessions back as legacy JSONL files (byte for byte), or as readable transcripts.
+
+    A regular file is replaced only once the export is complete, keeping its permissions.
+    """
     if all_sessions == (session is not None):
         raise typer.BadParameter("name one SESSION, or pass --all")
+    suffix = f".{form.value}"
     with friendly_store(ctx) as store:
         if session is not None:
-            out.print(f"{escape(session)}: {_export_one(store, session, output, form)} -> {output}")
+            target = output or export_file(Path("."), session, suffix)
+            written = _export_one(store, session, target, form)
+            report = err if is_stream_target(target) else out  # keep a stream's bytes clean
+            report.print(f"{escape(session)}: {written} -> {escape(str(target))}", soft_wrap=True)
             return
-        for session_id in store.list_sessions():
-            target = export_file(output, session_id, f".{form.value}")
+        root = _export_directory(output)
+        for session_id, target in export_files(root, store.list_sessions(), suffix).items():
             written = _export_one(store, session_id, target, form)
-            note = "" if target.stem == session_id else " (the id is too long for a file name)"
+            note = "" if target.stem == session_id else _renamed(session_id, suffix)
             out.print(f"{escape(session_id)}: {written} -> {escape(str(target))}{note}")
+
+
+def _export_directory(output: Path | None) -> Path:
+    """The directory `export --all` writes into; a file or stream there is one line and exit 1."""
+    root = output or Path(".")
+    if str(root) == STDOUT or (root.exists() and not root.is_dir()):
+        raise OutputFileError(
+            f"{root} is not a directory: export --all writes one file per session into the "
+            "directory -o names"
+        )
+    return root
+
+
+def _renamed(session_id: str, suffix: str) -> str:
+    if len(f"{session_id}{suffix}".encode()) > FILE_NAME_LIMIT:
+        return " (the id is too long for a file name)"
+    return " (another session's file has this name where case or accents are ignored)"
 
 
 @app.command("sessions")

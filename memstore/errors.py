@@ -9,6 +9,7 @@ MemstoreError
 ├── CondensationError       a summary could not be produced; the history is untouched
 ├── InvokerConfigError      a model invoker missing a key, a model or a valid URL
 ├── JsonlError              a session file refused, naming the file and line
+├── OutputFileError         an export target that cannot be written (a directory, no space)
 └── StoreError              the session store refused an operation
     ├── HeadMovedError      a compare-and-set append lost to another writer
     ├── NodeConflictError   the same node id with different content
@@ -118,6 +119,10 @@ class MigrationError(StoreError):
 
 class InvokerConfigError(MemstoreError, ValueError):
     """An invoker was configured without something it needs: an API key, a model, a valid URL."""
+
+
+class OutputFileError(MemstoreError, OSError):
+    """A file or directory an export cannot write: it names the path and the reason."""
 
 
 class JsonlError(MemstoreError, ValueError):

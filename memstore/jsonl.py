@@ -11,7 +11,8 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-from collections.abc import Iterator, Mapping, Sequence
+import unicodedata
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Literal, NamedTuple
@@ -27,6 +28,9 @@ __all__ = [
     "Line",
     "Record",
     "append_lines",
+    "export_file",
+    "export_files",
+    "file_name_key",
     "head_line",
     "node_line",
     "parse_record",
@@ -361,9 +365,49 @@ def export_file(root: Path, session_id: str, suffix: str = ".jsonl") -> Path:
     except InvalidSessionIdError:
         if len(f"{session_id}{suffix}".encode()) <= FILE_NAME_LIMIT:
             raise
-    tag = "~" + hashlib.sha256(session_id.encode()).hexdigest()[:16] + suffix
+    return _tagged_file(root, session_id, suffix, 16)
+
+
+def _tagged_file(root: Path, session_id: str, suffix: str, digits: int) -> Path:
+    """The id cut to fit, then `~` and the first `digits` hex digits of its SHA-256."""
+    tag = "~" + hashlib.sha256(session_id.encode()).hexdigest()[:digits] + suffix
     prefix = session_id.encode()[: FILE_NAME_LIMIT - len(tag)].decode(errors="ignore")
     return root / f"{prefix}{tag}"
+
+
+def file_name_key(name: str) -> str:
+    """What a file system that ignores case and Unicode normalization (macOS, Windows) compares:
+    the canonical caseless form NFD(casefold(NFD(name)))."""
+    return unicodedata.normalize("NFD", unicodedata.normalize("NFD", name).casefold())
+
+
+def export_files(root: Path, session_ids: Iterable[str], suffix: str = ".jsonl") -> dict[str, Path]:
+    """A file under `root` for each session, no two the same even where case or Unicode
+    normalization is ignored.
+
+    Each id keeps its own name (`export_file`) when no earlier id (in sorted order) took it; one
+    that would collide gets `~` and a SHA-256 prefix of the id, longer until the name is free.
+    """
+    ids = sorted(set(session_ids))
+    chosen: dict[str, Path] = {}
+    taken: set[str] = set()
+    for session_id in ids:  # plain names first: a tagged name never takes an id's own name
+        path = export_file(root, session_id, suffix)
+        if path.stem == session_id and file_name_key(path.name) not in taken:
+            chosen[session_id] = path
+            taken.add(file_name_key(path.name))
+    for session_id in ids:
+        if session_id in chosen:
+            continue
+        for digits in (16, 32, 64):
+            path = _tagged_file(root, session_id, suffix, digits)
+            if file_name_key(path.name) not in taken:
+                break
+        else:  # 64 hex digits collide only with a name made to collide: refuse, never overwrite
+            raise InvalidSessionIdError(f"session id {session_id!r} has no free file name")
+        chosen[session_id] = path
+        taken.add(file_name_key(path.name))
+    return chosen
 
 
 class JsonlSessionStore:

@@ -37,7 +37,7 @@ from memstore import (
 from memstore.cli import app
 from memstore.errors import QueryError, UnknownSessionError
 from memstore.hashing import hash_node_text
-from memstore.jsonl import export_file, head_line, node_line
+from memstore.jsonl import export_files, head_line, node_line
 from memstore.types import validate_session_id
 
 from .conftest import LEGACY, LEGACY_FILES
@@ -432,7 +432,7 @@ def check_export_all_stays_inside(store: SessionStore, tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["--db", url, "export", "--all", "-o", str(target)])
     assert result.exit_code == 0, result.output
     written = sorted(path.name for path in target.iterdir())
-    expected = [export_file(target, session_id).name for session_id in store.list_sessions()]
+    expected = [path.name for path in export_files(target, store.list_sessions()).values()]
     assert written == sorted(expected)
     assert all(len(name.encode()) <= 255 for name in written)
     created = set(tmp_path.rglob("*")) - before
