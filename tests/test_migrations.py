@@ -104,6 +104,8 @@ def test_0004_moves_search_indexing_from_the_trigger_to_the_store(sqlite_url: st
         store.upgrade_schema("0003")
         _insert_by_hand(sqlite_url, "old", "indexedbytrigger")
         store.upgrade_schema("0004")
+        assert [hit.node_id for hit in store.search("indexedbytrigger")] == ["old"]
+        store.upgrade_schema()  # the store writes the newest schema's rows
         store.append_node("new", SessionGraph("new").append({"role": "user", "blocks": [
             {"kind": "text", "text": "indexedbystore"},
         ]}))  # fmt: skip

@@ -182,12 +182,15 @@ def assert_search_index_whole(
     index holds every node's text exactly once (a missed or doubled row fails it)."""
     for n, sessions in found.items():
         assert len(store.search(f"marker{n}", limit=50)) == sessions, f"marker{n}"
+    check_fts(database_url, "nodes_fts")
+
+
+def check_fts(database_url: str, table: str) -> None:
+    """On SQLite, FTS5's own check of a full-text table's index."""
     if database_url.startswith("sqlite"):
         connection = sqlite3.connect(database_url.removeprefix("sqlite:///"))
         try:
-            connection.execute(
-                "INSERT INTO nodes_fts(nodes_fts, rank) VALUES ('integrity-check', 1)"
-            )
+            connection.execute(f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)")
         finally:
             connection.close()
 

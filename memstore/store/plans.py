@@ -40,7 +40,15 @@ from memstore.graph import SessionGraph
 from memstore.store.bulk import paused_gc
 from memstore.store.prepared import Params, Prepared, Rows
 from memstore.store.rows import stored_rows
-from memstore.store.tables import node_blocks, nodes, nodes_fts, records, session_tags, sessions
+from memstore.store.tables import (
+    node_blocks,
+    nodes,
+    nodes_fts,
+    nodes_fts_chars,
+    records,
+    session_tags,
+    sessions,
+)
 from memstore.types import SessionNode, Turn, is_storable_text, validate_session_id
 
 __all__ = ["UNSET", "Plan", "SessionInfo", "Step", "StoreStats", "Unset"]
@@ -193,6 +201,17 @@ _INDEX_NODES_AFTER = Prepared(
         ),
     )
 )
+# The index of characters of scripts without spaces holds only the nodes that have some.
+_INDEX_CHARS_AFTER = Prepared(
+    insert(nodes_fts_chars).from_select(
+        ["rowid", "search_chars"],
+        select(nodes.c.pk, nodes.c.search_chars).where(
+            nodes.c.session_id == bindparam("session_id"),
+            nodes.c.pk > bindparam("after"),
+            nodes.c.search_chars != "",
+        ),
+    )
+)
 
 
 def ensure_session(dialect: str, session_id: str, now: int) -> Plan[str | None]:
@@ -268,6 +287,8 @@ def insert_rows(
         yield from fetch(INSERT_BLOCKS, blocks)
     if indexed and node_rows:
         yield from fetch(_INDEX_NODES_AFTER, {"session_id": session_id, "after": after})
+        if any(row["search_chars"] for row in node_rows):
+            yield from fetch(_INDEX_CHARS_AFTER, {"session_id": session_id, "after": after})
 
 
 def load_session(session_id: str) -> Plan[SessionGraph]:

@@ -9,9 +9,20 @@ from typing import Any
 
 from memstore import jsjson
 
-__all__ = ["block_rows", "search_text", "storable", "stored_rows"]
+__all__ = ["UNSPACED", "block_rows", "search_chars", "search_text", "storable", "stored_rows"]
 
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+# Characters of scripts written without spaces between words: Han (with radicals, iteration
+# marks and compatibility ideographs), Hiragana, Katakana (and halfwidth), Hangul, Thai, Lao,
+# Myanmar and Khmer.
+UNSPACED = (
+    "\u0e00-\u0eff\u1000-\u109f\u1100-\u11ff\u1780-\u17ff\u2e80-\u2fdf\u3005-\u3007"
+    "\u3021-\u3029\u3031-\u3035\u3038-\u303c\u3040-\u30ff\u3130-\u318f\u31f0-\u31ff"
+    "\u3400-\u4dbf\u4e00-\u9fff\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff\uff66-\uff9f"
+    "\U00020000-\U0003134f"
+)
+_UNSPACED_CHAR = re.compile(f"([{UNSPACED}])")
+_UNSPACED_WORD = re.compile(f"\\S*[{UNSPACED}]\\S*")
 
 
 def storable(text: str) -> str:
@@ -23,6 +34,16 @@ def storable(text: str) -> str:
 def search_text(turn: Mapping[str, Any]) -> str:
     """The searchable text of a raw turn: text, thinking, tool names, inputs and outputs."""
     return _derive("", "", turn)[0]
+
+
+def search_chars(text: str) -> str:
+    """The words of `text` written in a script without spaces (Chinese, Japanese, ...), with each
+    such character a word of its own: indexed so that a phrase of characters finds them
+    anywhere inside a word. Empty for text without such characters (most text)."""
+    if text.isascii():
+        return ""
+    words = " ".join(_UNSPACED_WORD.findall(text))
+    return " ".join(_UNSPACED_CHAR.sub(r" \1 ", words).split())
 
 
 def block_rows(session_id: str, node_id: str, turn: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -49,6 +70,7 @@ def stored_rows(
         "created_at": created_at,
         "turn_json": turn_json,
         "search_text": text,
+        "search_chars": search_chars(text),
     }
     return row, blocks
 

@@ -4,24 +4,32 @@ Every node carries `search_text` (its text, thinking, tool names, tool inputs an
 when it is stored and indexed in the same transaction (SQLite: the store fills an FTS5 table,
 which triggers keep on delete and update; PostgreSQL: an expression GIN index), so search is
 current after every append and import.
+
+A query word holding characters of a script written without spaces (Chinese, Japanese, Thai, ...)
+is searched for inside words instead: `search_chars` makes each such character a word of its
+own, and the query word becomes a phrase of them, found with a second index of the same kind.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Select, func, literal_column, select, text
+from sqlalchemy import ColumnElement, Select, func, literal_column, select, text
 
 from memstore.store.plans import Plan
-from memstore.store.rows import storable
-from memstore.store.tables import nodes, nodes_fts
+from memstore.store.rows import UNSPACED, search_chars, storable
+from memstore.store.tables import nodes, nodes_fts, nodes_fts_chars
 from memstore.types import is_storable_text
 
-__all__ = ["SearchHit", "fts5_query", "search"]
+__all__ = ["SearchHit", "fts5_query", "search", "text_snippet"]
 
 TS_CONFIG = "simple"  # no stemming, like FTS5's unicode61: the same matches on both backends
 SNIPPET_OPEN, SNIPPET_CLOSE = "[", "]"
+SNIPPET_CHARS = 64  # a snippet's length when made here (for queries with unspaced words)
+_HAS_UNSPACED = re.compile(f"[{UNSPACED}]")
+_HIT_COLUMNS = (nodes.c.session_id, nodes.c.id.label("node_id"), nodes.c.role, nodes.c.created_at)
 
 
 @dataclass(frozen=True)
@@ -43,16 +51,94 @@ def fts5_query(query: str) -> str:
     return " ".join('"' + word.replace('"', '""') + '"' for word in words)
 
 
+def _split_query(query: str) -> tuple[list[str], list[str]]:
+    """A query's words: those matched as whole words, and those holding characters of a script
+    written without spaces, matched inside words as phrases of their characters."""
+    words: list[str] = []
+    unspaced: list[str] = []
+    for word in query.split():
+        (unspaced if _HAS_UNSPACED.search(word) else words).append(word)
+    return words, unspaced
+
+
+def _fts5_phrases(unspaced: list[str]) -> str:
+    """Unspaced query words as an FTS5 query of phrases of their characters, all required."""
+    return " ".join('"' + search_chars(word).replace('"', '""') + '"' for word in unspaced)
+
+
+def _sqlite_phrase_matches(words: list[str], unspaced: list[str]) -> Select[Any]:
+    table: ColumnElement[Any] = literal_column("nodes_fts_chars")
+    rank: ColumnElement[Any] = -func.bm25(table)
+    statement = select(nodes.c.pk).select_from(
+        nodes_fts_chars.join(nodes, nodes.c.pk == nodes_fts_chars.c.rowid)
+    )
+    statement = statement.where(table.op("MATCH")(_fts5_phrases(unspaced)))
+    if words:
+        statement = statement.join(nodes_fts, nodes_fts.c.rowid == nodes.c.pk)
+        statement = statement.where(
+            literal_column("nodes_fts").op("MATCH")(fts5_query(" ".join(words)))
+        )
+        rank = rank - func.bm25(literal_column("nodes_fts"))
+    return statement.add_columns(rank.label("rank"))
+
+
+def _postgres_phrase_matches(words: list[str], unspaced: list[str]) -> Select[Any]:
+    phrases = [func.phraseto_tsquery(TS_CONFIG, search_chars(word)) for word in unspaced]
+    tsquery: ColumnElement[Any] = phrases[0]
+    for phrase in phrases[1:]:
+        tsquery = tsquery.op("&&")(phrase)
+    vector = func.to_tsvector(TS_CONFIG, nodes.c.search_chars)
+    rank: ColumnElement[Any] = func.ts_rank(vector, tsquery)
+    statement = select(nodes.c.pk).where(nodes.c.search_chars != "", vector.op("@@")(tsquery))
+    if words:
+        word_query = func.websearch_to_tsquery(TS_CONFIG, " ".join(words))
+        word_vector = func.to_tsvector(TS_CONFIG, nodes.c.search_text)
+        statement = statement.where(word_vector.op("@@")(word_query))
+        rank = rank + func.ts_rank(word_vector, word_query)
+    return statement.add_columns(rank.label("rank"))
+
+
+def _phrase_search(
+    dialect: str, words: list[str], unspaced: list[str], session_id: str | None, limit: int
+) -> Select[Any]:
+    """The best matches of a query with unspaced words, with their search text (the snippet is
+    made in Python: the indexes hold single characters, not the text around them)."""
+    if dialect == "postgresql":
+        matches = _postgres_phrase_matches(words, unspaced)
+    else:
+        matches = _sqlite_phrase_matches(words, unspaced)
+    if session_id is not None:
+        matches = matches.where(nodes.c.session_id == session_id)
+    best = matches.order_by(text("rank DESC"), nodes.c.pk).limit(limit).subquery()
+    return (
+        select(
+            *_HIT_COLUMNS,
+            nodes.c.search_text,
+            best.c.rank,
+        )
+        .join_from(nodes, best, nodes.c.pk == best.c.pk)
+        .order_by(best.c.rank.desc(), nodes.c.pk)
+    )
+
+
+def text_snippet(text: str, terms: list[str]) -> str:
+    """The part of `text` around the first of `terms` found, each term in it bracketed, as the
+    databases' own snippets are."""
+    pattern = re.compile("|".join(map(re.escape, sorted(terms, key=len, reverse=True))), re.I)
+    first = pattern.search(text)
+    start = 0 if first is None else max(0, first.start() - SNIPPET_CHARS // 3)
+    end = min(len(text), max(start + SNIPPET_CHARS, first.end() if first else 0))
+    marked = pattern.sub(lambda m: SNIPPET_OPEN + m.group() + SNIPPET_CLOSE, text[start:end])
+    return ("…" if start else "") + marked + ("…" if end < len(text) else "")
+
+
 def _sqlite_search(query: str) -> Select[Any]:
     match = literal_column("nodes_fts").op("MATCH")(fts5_query(query))
     snippet = func.snippet(literal_column("nodes_fts"), 0, SNIPPET_OPEN, SNIPPET_CLOSE, "…", 12)
     rank = -func.bm25(literal_column("nodes_fts"))
     return (
         select(
-            nodes.c.session_id,
-            nodes.c.id.label("node_id"),
-            nodes.c.role,
-            nodes.c.created_at,
+            *_HIT_COLUMNS,
             snippet.label("snippet"),
             rank.label("rank"),
         )
@@ -67,10 +153,7 @@ def _postgres_search(query: str) -> Select[Any]:
     options = f"StartSel={SNIPPET_OPEN}, StopSel={SNIPPET_CLOSE}, MaxWords=20, MinWords=6"
     snippet = func.ts_headline(TS_CONFIG, nodes.c.search_text, tsquery, options)
     return select(
-        nodes.c.session_id,
-        nodes.c.id.label("node_id"),
-        nodes.c.role,
-        nodes.c.created_at,
+        *_HIT_COLUMNS,
         snippet.label("snippet"),
         func.ts_rank(vector, tsquery).label("rank"),
     ).where(vector.op("@@")(tsquery))
@@ -87,6 +170,21 @@ def search(
     query = storable(query)  # the database could not take NUL or lone surrogates
     if not query.split():
         return []
+    words, unspaced = _split_query(query)
+    if unspaced:
+        rows = yield _phrase_search(dialect, words, unspaced, session_id, limit)
+        terms = words + unspaced
+        return [
+            SearchHit(
+                row.session_id,
+                row.node_id,
+                row.role,
+                row.created_at,
+                text_snippet(row.search_text, terms),
+                row.rank,
+            )
+            for row in rows
+        ]
     statement = _postgres_search(query) if dialect == "postgresql" else _sqlite_search(query)
     if session_id is not None:
         statement = statement.where(nodes.c.session_id == session_id)

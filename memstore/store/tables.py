@@ -18,6 +18,10 @@ Alembic revisions in `migrations/` create and evolve these tables; a test checks
 - `nodes_fts` (SQLite only, made by migration 0002, not modelled here): the FTS5 index of
   `nodes.search_text`. The store fills it as it inserts nodes; triggers keep it on delete and
   update.
+- `nodes_fts_chars` (SQLite only, made by migration 0012, not modelled here): a contentless FTS5
+  index of `nodes.search_chars` (the characters of scripts written without spaces, one word each),
+  for rows where it is not empty; filled and kept the same way. PostgreSQL indexes both columns
+  with GIN expression indexes (`ix_nodes_search`, `ix_nodes_search_chars`).
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ __all__ = [
     "node_usage",
     "nodes",
     "nodes_fts",
+    "nodes_fts_chars",
     "records",
     "session_tags",
     "sessions",
@@ -98,6 +103,7 @@ nodes = Table(
     Column("created_at", BigInteger, nullable=False),
     Column("turn_json", Text, nullable=False),
     Column("search_text", Text, nullable=False, server_default=""),
+    Column("search_chars", Text, nullable=False, server_default=""),
     UniqueConstraint("session_id", "id"),
     ForeignKeyConstraint(
         ["session_id", "parent_id"], ["nodes.session_id", "nodes.id"], ondelete="CASCADE"
@@ -160,3 +166,4 @@ node_usage = Table(
 
 # SQLite's full-text index, for the statements that fill and query it (its rowid is `nodes.pk`).
 nodes_fts = table("nodes_fts", column("rowid"), column("search_text"))
+nodes_fts_chars = table("nodes_fts_chars", column("rowid"), column("search_chars"))
