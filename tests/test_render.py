@@ -19,6 +19,7 @@ from memstore.errors import UnknownNodeError
 from memstore.graph import SessionGraph
 from memstore.jsonl import JsonlSessionStore
 from memstore.render import render_html, render_markdown
+from memstore.render._common import pretty_json
 from memstore.types import SessionNode
 
 LEGACY = Path(__file__).parent / "fixtures" / "legacy-jsonl"
@@ -421,11 +422,52 @@ def test_html_keeps_a_leading_newline_of_preformatted_output() -> None:
     assert '<pre class="out">\n\nindented\n  text</pre>' in page.source  # browsers drop one
 
 
+def test_html_shows_multi_line_strings_of_tool_data_as_text() -> None:
+    graph = SessionGraph("output", clock=itertools.count(START_MS).__next__)
+    command = {"command": "cat <<EOF\nline one\nEOF", "timeout": 5}
+    graph.append({"role": "assistant", "blocks": [
+        {"kind": "tool_call", "id": "c", "name": "bash", "input": command},
+    ]})  # fmt: skip
+    output = {"stdout": "a.py\n<b>b.py</b>\n", "stderr": "", "parts": [{"text": "x\ny"}]}
+    graph.append({"role": "user", "blocks": [
+        {"kind": "tool_result", "callId": "c", "output": output},
+    ]})  # fmt: skip
+    page = page_of(graph)
+    (call,) = page.all("details", "call")
+    assert [p.text() for p in call.walk() if isinstance(p, Element) and p.tag == "pre"] == [
+        pretty_json({"command": "(text of 3 lines, shown below as command)", "timeout": 5}),
+        "cat <<EOF\nline one\nEOF",
+    ]
+    (result,) = page.all("details", "result")
+    bodies = [p for p in result.walk() if isinstance(p, Element) and p.tag == "pre"]
+    assert [p.attrs["class"] for p in bodies] == ["json", "out", "out"]
+    assert json.loads(bodies[0].text())["stderr"] == ""
+    assert [p.text() for p in bodies[1:]] == ["a.py\n<b>b.py</b>\n", "x\ny"]
+    labels = [p.text() for p in result.walk() if isinstance(p, Element) and "kv" in p.classes]
+    assert labels[1:] == ["stdout", "parts[0].text"]
+    assert not page.all("b")
+
+
+def test_html_renders_text_as_markdown_without_raw_html() -> None:
+    graph = SessionGraph("md", clock=itertools.count(START_MS).__next__)
+    body = "**bold** <i>raw</i> [ok](https://example.org) [bad](javascript:alert(1)) ![i](x.png)"
+    graph.append(text("assistant", body))
+    page = page_of(graph)
+    (strong,) = page.all("strong")
+    assert strong.text() == "bold"
+    assert not page.all("i")
+    assert not page.all("img")
+    links = [a for a in page.all("a") if "data-pick" not in a.attrs]
+    assert [a.attrs["href"] for a in links] == ["https://example.org", "x.png"]  # the image too
+    assert {a.attrs["rel"] for a in links} == {"noopener noreferrer nofollow"}
+    assert "[bad](javascript:alert(1))" in page.articles[0].text()
+
+
 def test_html_shows_control_characters_as_symbols() -> None:
     graph = SessionGraph("controls", clock=itertools.count(START_MS).__next__)
-    graph.append(text("user", "bell\x07 nul\x00 tab\t"))
+    graph.append(text("user", "bell\x07 nul\x00 tab\t end"))
     page = page_of(graph)
-    assert "bell\u2407 nul\u2400 tab\t" in page.source
+    assert "bell\u2407 nul\u2400 tab\t end" in page.source
     assert "\x00" not in page.source
     assert "\x07" not in page.source
 

@@ -75,7 +75,12 @@ def _header(graph: SessionGraph, layout: Layout, heading: str) -> str:
         f'<p class="meta">{" · ".join(facts)}</p>'
         f'<p class="status" id="status">{_status(layout)}</p>'
         '<p class="tools needs-js"><button type="button" data-fold="1">Unfold all</button> '
-        '<button type="button" data-fold="0">Fold all</button></p>'
+        '<button type="button" data-fold="0">Fold all</button>'
+        '<span class="find" role="search"><input type="search" id="find" autocomplete="off"'
+        ' placeholder="Find in every turn (Enter)" aria-label="Find in every turn">'
+        '<button type="button" data-find="-1" title="Previous (Shift+Enter)">&lsaquo;</button>'
+        '<button type="button" data-find="1" title="Next (Enter)">&rsaquo;</button>'
+        '<span id="found" aria-live="polite"></span></span></p>'
         '<noscript><p class="warn">JavaScript is off: this page shows the head branch only.'
         "</p></noscript>"
     )

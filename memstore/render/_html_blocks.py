@@ -1,11 +1,18 @@
-"""The blocks of one turn as HTML: text as text, tool calls, results and thinking folded."""
+"""The blocks of one turn as HTML: text as Markdown, tool calls, results and thinking folded.
+
+Text blocks are rendered as CommonMark (with tables and strikethrough) by markdown-it-py with raw
+HTML turned off: any HTML a turn holds is shown as text, never parsed as markup, and links to
+`javascript:`, `data:` and the like stay text. Markdown images are not rendered (the page loads
+nothing from the network). Everything else is escaped here with `html.escape`.
+"""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from functools import cache
 from html import escape
-from typing import TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from memstore.render._common import (
     describe_size,
@@ -24,6 +31,9 @@ from memstore.types import (
     Turn,
     UnknownBlock,
 )
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
 
 __all__ = ["INLINE_IMAGE_TYPES", "MAX_INLINE_IMAGE_BYTES", "blocks_html"]
 
@@ -62,22 +72,46 @@ def attr(value: str) -> str:
     return _picture_controls(escape(value, quote=True))
 
 
+@cache
+def _markdown() -> MarkdownIt:
+    """The Markdown parser of text blocks: CommonMark with tables and strikethrough, no raw HTML,
+    no images; links open without telling the target where they came from."""
+    from markdown_it import MarkdownIt
+
+    parser = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
+    parser.disable("image")
+
+    def link_open(self: Any, tokens: Any, index: int, options: Any, env: Any) -> str:
+        tokens[index].attrSet("rel", "noopener noreferrer nofollow")
+        return str(self.renderToken(tokens, index, options, env))
+
+    parser.add_render_rule("link_open", link_open)
+    return parser
+
+
+def markdown_html(source: str) -> str:
+    """A text block's Markdown as HTML, raw HTML in it shown as text, control characters as
+    symbols."""
+    return str(_markdown().render(_picture_controls(source)))
+
+
 def blocks_html(turn: Turn, tool_name: ToolNamer) -> str:
     """Every block of `turn`, then its extra keys if any; `tool_name(call_id)` names a call."""
     parts = [_block(block, tool_name) for block in turn.blocks]
     if not parts:
         parts.append('<p class="note">(no content)</p>')
     if turn.model_extra:
-        parts.append(_folded("meta", "turn metadata", "", pretty_json(turn.model_extra)))
+        metadata = _pre(pretty_json(turn.model_extra), "json")
+        parts.append(_folded("meta", "turn metadata", "", metadata))
     return "".join(parts)
 
 
 def _block(block: Block, tool_name: ToolNamer) -> str:
     if isinstance(block, TextBlock):
-        return f'<div class="text">{text(block.text)}</div>'
+        return f'<div class="text md">{markdown_html(block.text)}</div>'
     if isinstance(block, ThinkingBlock):
         preview = f'<span class="pv">{text(one_line(block.text))}</span>'
-        return _folded("thinking", "thinking", preview, block.text, body_class="text")
+        return _folded("thinking", "thinking", preview, _pre(block.text, "text"))
     if isinstance(block, ToolCallBlock):
         return _tool_call(block)
     if isinstance(block, ToolResultBlock):
@@ -87,15 +121,46 @@ def _block(block: Block, tool_name: ToolNamer) -> str:
     return _unknown(block)
 
 
-def _folded(
-    kind: str, tag: str, summary: str, body: str, *, body_class: str = "json", note: str = ""
-) -> str:
-    """A `<details>`: a tag and a summary line; inside, `note` then `body` as preformatted text."""
-    lead = "\n" if body.startswith(("\n", "\r")) else ""  # a parser drops one newline after <pre>
+def _folded(kind: str, tag: str, summary: str, body: str, *, note: str = "") -> str:
+    """A `<details>`: a tag and a summary line; inside, `note` then `body` (HTML)."""
     return (
         f'<details class="{kind}"><summary><span class="tag">{tag}</span>{summary}</summary>'
-        f'{note}<pre class="{body_class}">{lead}{text(body)}</pre></details>'
+        f"{note}{body}</details>"
     )
+
+
+def _pre(body: str, css: str) -> str:
+    """`body` as preformatted text."""
+    lead = "\n" if body.startswith(("\n", "\r")) else ""  # a parser drops one newline after <pre>
+    return f'<pre class="{css}">{lead}{text(body)}</pre>'
+
+
+def _value_body(value: Any) -> str:
+    """A tool input or output: a string as text; other JSON indented, with its multi-line
+    strings taken out and shown as text under their paths, so output reads as printed."""
+    if isinstance(value, str):
+        return _pre(value, "out")
+    texts: list[tuple[str, str]] = []
+    parts = [_pre(pretty_json(_without_texts(value, "", texts)), "json")]
+    for path, body in texts:
+        parts.append(f'<p class="kv">{text(path)}</p>{_pre(body, "out")}')
+    return "".join(parts)
+
+
+def _without_texts(value: Any, path: str, texts: list[tuple[str, str]]) -> Any:
+    """`value` with each multi-line string (kept in `texts`) replaced by a note of where it is."""
+    if isinstance(value, str) and "\n" in value.rstrip("\n"):
+        texts.append((path, value))
+        return f"(text of {value.count(chr(10)) + 1} lines, shown below as {path})"
+    if isinstance(value, dict):
+        return {key: _without_texts(item, _join(path, key), texts) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_without_texts(item, f"{path}[{i}]", texts) for i, item in enumerate(value)]
+    return value
+
+
+def _join(path: str, key: Any) -> str:
+    return f"{path}.{key}" if path else str(key)
 
 
 def _call_id(label: str, call_id: str) -> str:
@@ -108,7 +173,7 @@ def _tool_call(block: ToolCallBlock) -> str:
         f' <span class="pv">{text(value_preview(block.input))}</span>'
     )
     note = _call_id("call id", block.id)
-    return _folded("tool call", "tool call", summary, pretty_json(block.input), note=note)
+    return _folded("tool call", "tool call", summary, _value_body(block.input), note=note)
 
 
 def _tool_result(block: ToolResultBlock, name: str | None) -> str:
@@ -118,9 +183,7 @@ def _tool_result(block: ToolResultBlock, name: str | None) -> str:
     )
     kind = "tool result err" if block.is_error else "tool result"
     note = _call_id("result of call", block.call_id)
-    if isinstance(block.output, str):
-        return _folded(kind, "result", summary, block.output, body_class="out", note=note)
-    return _folded(kind, "result", summary, pretty_json(block.output), note=note)
+    return _folded(kind, "result", summary, _value_body(block.output), note=note)
 
 
 def _image(block: ImageBlock) -> str:
@@ -139,4 +202,5 @@ def _image(block: ImageBlock) -> str:
 
 def _unknown(block: UnknownBlock) -> str:
     summary = f' <code class="name">{text(repr(block.kind))}</code>'
-    return _folded("unknown", "unknown block", summary, pretty_json(block.model_dump()))
+    body = _pre(pretty_json(block.model_dump()), "json")
+    return _folded("unknown", "unknown block", summary, body)

@@ -85,6 +85,79 @@
     if (index !== selected) select(index, true);
   }
 
+  // Find: the turns holding the text (the shown branch first, then the others in page order);
+  // each step shows the next one's branch, opens what folds it, marks the text and scrolls to it.
+  var findBox = doc.getElementById("find");
+  var found = doc.getElementById("found");
+  var texts = null, hits = [], hitAt = -1, asked = "", marked = null;
+
+  function bodyText(turn) {
+    var parts = [];
+    for (var child = turn.firstElementChild; child; child = child.nextElementSibling) {
+      if (child.tagName !== "HEADER") parts.push(child.textContent);
+    }
+    return parts.join("\n").toLowerCase();
+  }
+
+  function rangeOf(turn, query) {
+    var walker = doc.createTreeWalker(turn, 4), node, at;  // 4: NodeFilter.SHOW_TEXT
+    while ((node = walker.nextNode())) {
+      if (node.parentNode.closest("header")) continue;
+      at = node.data.toLowerCase().indexOf(query);
+      if (at >= 0) {
+        var range = doc.createRange();
+        range.setStart(node, at);
+        range.setEnd(node, at + query.length);
+        return range;
+      }
+    }
+    return null;
+  }
+
+  function mark(index, query) {
+    if (marked) marked.classList.remove("found");
+    marked = turns[index];
+    marked.classList.add("found");
+    var range = rangeOf(marked, query), target = marked;
+    if (range) {
+      target = range.startContainer.parentNode;
+      for (var up = target; up && up !== marked; up = up.parentNode) {
+        if (up.tagName === "DETAILS") up.open = true;
+      }
+      if (window.CSS && CSS.highlights && window.Highlight) CSS.highlights.set("find", new Highlight(range));
+    }
+    target.scrollIntoView({ block: "center" });
+  }
+
+  function find(step) {
+    var query = findBox.value.toLowerCase();
+    if (query !== asked) {
+      asked = query;
+      hits = [];
+      hitAt = -1;
+      if (query) {
+        if (!texts) texts = turns.map(bodyText);
+        var path = selected >= 0 ? pathTo(selected) : [], first = {};
+        path.forEach(function (node) { if (texts[node].indexOf(query) >= 0) { hits.push(node); first[node] = true; } });
+        texts.forEach(function (body, node) { if (!first[node] && body.indexOf(query) >= 0) hits.push(node); });
+      }
+    }
+    if (!query) { found.textContent = ""; return; }
+    if (!hits.length) { found.textContent = "not found"; return; }
+    hitAt = (hitAt + step + hits.length) % hits.length;
+    var index = hits[hitAt];
+    if (turns[index].hidden) select(index, false);
+    mark(index, query);
+    found.textContent = (hitAt + 1) + " of " + hits.length + " turns";
+  }
+
+  doc.addEventListener("keydown", function (event) {
+    if (findBox && event.target === findBox && event.key === "Enter") {
+      event.preventDefault();
+      find(event.shiftKey ? -1 : 1);
+    }
+  });
+
   doc.addEventListener("click", function (event) {
     var target = event.target;
     if (!target || !target.closest) return;
@@ -97,6 +170,11 @@
       select(Number(pick), true);
       return;
     }
+    var step = target.closest("button[data-find]");
+    if (step && findBox) {
+      find(Number(step.getAttribute("data-find")));
+      return;
+    }
     var button = target.closest("button[data-fold]");
     if (button) {
       var open = button.getAttribute("data-fold") === "1";
@@ -105,5 +183,10 @@
   });
   window.addEventListener("popstate", follow);
   window.addEventListener("hashchange", follow);
-  if (/^#n\d+$/.test(location.hash)) follow(); else if (selected >= 0) select(selected, false);
+  // Open at the address's turn, else at the head (the newest turn of the shown branch).
+  if (/^#n\d+$/.test(location.hash)) follow();
+  else if (selected >= 0) {
+    select(selected, false);
+    turns[selected].scrollIntoView({ block: "start" });
+  }
 })();
