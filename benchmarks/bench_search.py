@@ -2,9 +2,10 @@
 
 Builds sessions of varied turns (a vocabulary of a few thousand words, tool calls and results),
 imports them, then times single-word, two-word and session-scoped queries. Goal: the median
-query on SQLite under 20 ms.
+query on SQLite under 20 ms. With `--unspaced` the words are kanji and kana written without
+spaces, as Japanese is, and the queries are words found inside that text.
 
-    python benchmarks/bench_search.py [--turns 100000] [--postgres URL]
+    python benchmarks/bench_search.py [--turns 100000] [--postgres URL] [--unspaced]
 """
 
 from __future__ import annotations
@@ -24,14 +25,27 @@ GOAL_MS = 20.0
 SESSION_TURNS = 500
 
 
+KANJI = [chr(code) for code in range(0x4E00, 0x4E00 + 800)]
+KANA = [chr(code) for code in range(0x3041, 0x3094)]
+SEPARATOR = " "
+
+
 def vocabulary(rng: random.Random, size: int = 4000) -> list[str]:
     letters = "abcdefghijklmnopqrstuvwxyz"
     return ["".join(rng.choices(letters, k=rng.randint(3, 10))) for _ in range(size)]
 
 
+def unspaced_vocabulary(rng: random.Random, size: int = 4000) -> list[str]:
+    """Words of one or two kanji and up to two kana, as Japanese words often are."""
+    return [
+        "".join(rng.choices(KANJI, k=rng.randint(1, 2)) + rng.choices(KANA, k=rng.randint(0, 2)))
+        for _ in range(size)
+    ]
+
+
 def sentence(rng: random.Random, words: list[str], length: int) -> str:
     # A Zipf-like choice: a few words are common, most are rare, as in real text.
-    return " ".join(
+    return SEPARATOR.join(
         words[min(int(rng.paretovariate(1.1)) - 1, len(words) - 1)] for _ in range(length)
     )
 
@@ -94,9 +108,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=100_000)
     parser.add_argument("--postgres", help="also measure this PostgreSQL database")
+    parser.add_argument("--unspaced", action="store_true", help="Japanese-like text, no spaces")
     args = parser.parse_args()
     rng = random.Random(7)
-    words = vocabulary(rng)
+    global SEPARATOR
+    SEPARATOR = "" if args.unspaced else " "
+    words = unspaced_vocabulary(rng) if args.unspaced else vocabulary(rng)
     sessions = [f"s{n:04d}" for n in range(args.turns // SESSION_TURNS)]
     # Words that occur (the text is Zipf-distributed over the vocabulary): common and rarer.
     queries: list[tuple[str, str | None]] = [(rng.choice(words[:400]), None) for _ in range(40)]
