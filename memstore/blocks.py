@@ -43,6 +43,7 @@ __all__ = [
     "WireField",
     "block_class",
     "block_problem",
+    "turn_problem",
     "utf16_length",
 ]
 
@@ -401,6 +402,23 @@ def block_problem(block: Any) -> str | None:
         return "must be an object with a string kind"
     problem = block_class(block["kind"]).check(block)
     return None if problem is None else f"({block['kind']}) {problem}"
+
+
+def turn_problem(turn: Any) -> str | None:
+    """What is wrong with a raw turn, or None if `Turn` would accept it: the same rule as
+    validation (each kind's fields in `memstore.blocks`), checked without building models."""
+    if not isinstance(turn, dict):
+        return "turn must be an object"
+    if turn.get("role") not in ("user", "assistant"):
+        return f'turn.role must be "user" or "assistant", got {turn.get("role")!r}'
+    blocks = turn.get("blocks")
+    if not isinstance(blocks, list):
+        return "turn.blocks must be an array"
+    for index, block in enumerate(blocks):
+        problem = block_problem(block)
+        if problem is not None:
+            return f"turn.blocks[{index}] {problem}"
+    return None
 
 
 def _block_tag(value: Any) -> str:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Literal, NamedTuple
 
 from memstore import jsjson
-from memstore.blocks import block_problem
+from memstore.blocks import turn_problem
 from memstore.errors import InvalidJsonError, InvalidSessionIdError, JsonlError
 from memstore.graph import SessionGraph
 from memstore.hashing import hash_node_text
@@ -145,23 +145,6 @@ def _node_line(id_json: str, parent: str | None, turn_json: str, created_at: int
 
 def _head_line(leaf_json: str) -> str:
     return f'{{"type":"head","leaf":{leaf_json}}}\n'
-
-
-def turn_problem(turn: Any) -> str | None:
-    """What is wrong with a raw turn, or None if `Turn` would accept it: the same rule as
-    validation (each kind's fields in `memstore.blocks`), checked without building models."""
-    if not isinstance(turn, dict):
-        return "turn must be an object"
-    if turn.get("role") not in ("user", "assistant"):
-        return f'turn.role must be "user" or "assistant", got {turn.get("role")!r}'
-    blocks = turn.get("blocks")
-    if not isinstance(blocks, list):
-        return "turn.blocks must be an array"
-    for index, block in enumerate(blocks):
-        problem = block_problem(block)
-        if problem is not None:
-            return f"turn.blocks[{index}] {problem}"
-    return None
 
 
 def _as_int(value: Any) -> int | None:

@@ -26,6 +26,7 @@ from pydantic import (
     StrictInt,
     StrictStr,
     TypeAdapter,
+    ValidationError,
     WrapSerializer,
 )
 
@@ -42,8 +43,9 @@ from memstore.blocks import (
     ToolCallBlock,
     ToolResultBlock,
     UnknownBlock,
+    turn_problem,
 )
-from memstore.errors import InvalidSessionIdError
+from memstore.errors import InvalidSessionIdError, InvalidTurnError
 
 __all__ = [
     "AgentConfig",
@@ -181,8 +183,29 @@ _TURN = TypeAdapter(Turn)
 
 
 def parse_turn(value: TurnLike) -> Turn:
-    """Validate a plain JSON dict (or pass a Turn through) into a Turn model."""
-    return value if isinstance(value, Turn) else _TURN.validate_python(value)
+    """Validate a plain JSON dict (or pass a Turn through) into a Turn model.
+
+    Raises:
+        InvalidTurnError: the dict breaks the contract; the message names the field.
+    """
+    if isinstance(value, Turn):
+        return value
+    try:
+        return _TURN.validate_python(value)
+    except ValidationError as exc:
+        raise InvalidTurnError(_turn_error(value, exc)) from exc
+
+
+def _turn_error(value: Any, error: ValidationError) -> str:
+    """What is wrong with a turn, said as the JSON importer says it (fields by JSON name)."""
+    if isinstance(value, Mapping) and isinstance(value.get("blocks"), tuple):
+        value = {**value, "blocks": list(value["blocks"])}  # validation takes a tuple, JSON a list
+    problem = turn_problem(dict(value) if isinstance(value, Mapping) else value)
+    if problem is not None:
+        return f"invalid turn: {problem}"
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first["loc"])
+    return f"invalid turn: {where}: {first['msg']}"
 
 
 def turn_to_json(turn: TurnLike) -> Mapping[str, Any]:

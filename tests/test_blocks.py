@@ -5,9 +5,8 @@ from typing import Any
 
 import pytest
 from hypothesis import given, settings
-from pydantic import ValidationError
 
-from memstore import SessionStore, parse_turn
+from memstore import InvalidTurnError, SessionStore, parse_turn
 from memstore.blocks import BLOCK_CLASSES, BlockBase, UnknownBlock, block_class
 from memstore.jsonl import turn_problem
 
@@ -17,7 +16,7 @@ from .strategies import damaged_turns, wire_turns
 def _validation_accepts(turn: Any) -> bool:
     try:
         parse_turn(turn)
-    except ValidationError:
+    except InvalidTurnError:
         return False
     return True
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -9,6 +10,8 @@ from memstore import (
     AgentConfig,
     CompactionPolicy,
     ImageBlock,
+    InvalidTurnError,
+    MemstoreError,
     Migrator,
     RunEvent,
     SessionNode,
@@ -94,18 +97,23 @@ def test_models_are_immutable() -> None:
 
 
 @pytest.mark.parametrize(
-    "bad",
+    ("bad", "named"),
     [
-        {"role": "system", "blocks": []},
-        {"role": "user"},
-        {"role": "user", "blocks": [{"kind": "text"}]},
-        {"role": "user", "blocks": [{"kind": 5}]},
-        {"role": "user", "blocks": [{"text": "no kind"}]},
+        ({"role": "system", "blocks": []}, "turn.role"),
+        ({"role": "user"}, "turn.blocks"),
+        (
+            {"role": "user", "blocks": [{"kind": "text"}]},
+            'turn.blocks[0] (text) needs a string "text"',
+        ),
+        ({"role": "user", "blocks": [{"kind": 5}]}, "turn.blocks[0]"),
+        ({"role": "user", "blocks": [{"text": "no kind"}]}, "turn.blocks[0]"),
+        ({"role": "user", "blocks": ({"kind": "image"},)}, "mediaType"),
     ],
 )
-def test_malformed_turns_are_refused(bad: dict[str, Any]) -> None:
-    with pytest.raises(ValidationError):
+def test_malformed_turns_are_refused_naming_the_field(bad: dict[str, Any], named: str) -> None:
+    with pytest.raises(InvalidTurnError, match=re.escape(named)) as refused:
         parse_turn(bad)
+    assert isinstance(refused.value, MemstoreError)
 
 
 def test_compaction_policy_defaults_and_camel_case() -> None:

@@ -30,7 +30,9 @@ from sqlalchemy.dialects import postgresql, sqlite
 from memstore import jsjson
 from memstore.errors import (
     HeadMovedError,
+    InvalidArgumentError,
     InvalidNodeIdError,
+    InvalidSessionIdError,
     NodeConflictError,
     SessionExistsError,
     UnknownNodeError,
@@ -128,7 +130,13 @@ def node_id_problem(node_id: str) -> str | None:
 def lookup_id(session_id: str) -> str:
     """The key to look a session up by. An id that no database can store (it holds NUL or a
     lone surrogate) names no session: it becomes '', which no session has, so that reads find
-    nothing instead of failing in the driver."""
+    nothing instead of failing in the driver.
+
+    Raises:
+        InvalidSessionIdError: `session_id` is not a string at all.
+    """
+    if not isinstance(session_id, str):
+        raise InvalidSessionIdError(f"a session id is a string, not {type(session_id).__name__}")
     return session_id if is_storable_text(session_id) else ""
 
 
@@ -309,8 +317,10 @@ def load_path_nodes(
     session_id: str, leaf: str | None = None, last: int | None = None
 ) -> Plan[list[SessionNode]]:
     """The nodes from the root (or the newest `last`, moved back off a tool_result) to `leaf`."""
-    if last is not None and last < 0:
-        raise ValueError(f"last must be >= 0, got {last}")
+    if leaf is not None and not isinstance(leaf, str):
+        raise InvalidNodeIdError(f"a node id is a string, not {type(leaf).__name__}")
+    if last is not None and (type(last) is not int or last < 0):
+        raise InvalidArgumentError(f"last must be a whole number >= 0, got {last!r}")
     if leaf is None:
         leaf = (yield _session_row(session_id)).scalar_one_or_none()
         if leaf is None:
@@ -337,7 +347,14 @@ def list_session_ids() -> Plan[list[str]]:
     return list((yield select(sessions.c.id).order_by(sessions.c.id)).scalars())
 
 
+_FLOAT_INTEGERS = 2**1023  # beyond this a JSON number is no float the database compares
+
+
 def _metadata_filter(key: str, value: Any) -> ColumnElement[bool]:
+    if not isinstance(key, str):
+        raise InvalidArgumentError(f"metadata filter keys are strings, not {key!r}")
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > _FLOAT_INTEGERS:
+        raise InvalidArgumentError(f"metadata filter {key!r}: the number is too large to compare")
     element = sessions.c.meta[key]
     comparison: ColumnElement[bool]
     if isinstance(value, bool):
@@ -347,7 +364,10 @@ def _metadata_filter(key: str, value: Any) -> ColumnElement[bool]:
     elif isinstance(value, str):
         comparison = element.as_string() == value
     else:
-        raise TypeError(f"metadata filter {key!r}: only str, number and bool values can be matched")
+        raise InvalidArgumentError(
+            f"metadata filter {key!r}: only str, number and bool values can be matched, "
+            f"not {type(value).__name__}"
+        )
     return comparison
 
 
@@ -426,8 +446,12 @@ def list_sessions(
         query = query.where(sessions.c.id.in_(tagged))
     if title_contains is not None:
         query = query.where(sessions.c.title.contains(title_contains, autoescape=True))
+    if metadata is not None and not isinstance(metadata, Mapping):
+        raise InvalidArgumentError(f"a metadata filter is a mapping, not {metadata!r}")
     for key, value in (metadata or {}).items():
         query = query.where(_metadata_filter(key, value))
+    if limit is not None and (type(limit) is not int or limit < 0):
+        raise InvalidArgumentError(f"a session list limit is a whole number >= 0, not {limit!r}")
     if limit is not None:
         query = query.limit(limit)
     rows = list((yield query))
@@ -494,7 +518,7 @@ def update_session(
         yield update(sessions).where(sessions.c.id == session_id).values(**values)
     if not isinstance(tags, Unset):
         if isinstance(tags, str):
-            raise TypeError("tags must be a sequence of strings, not one string")
+            raise InvalidArgumentError("tags must be a sequence of strings, not one string")
         yield delete(session_tags).where(session_tags.c.session_id == session_id)
         unique = sorted(set(tags))
         if unique:
