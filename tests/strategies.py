@@ -9,13 +9,20 @@ from hypothesis import strategies as st
 
 from memstore.blocks import BLOCK_CLASSES
 
-texts = st.text(max_size=8)
+texts = st.text(max_size=8) | st.sampled_from(["", "\u2028", "\ud800", "😀", '"\\', "\x00"])
+"""Short strings, with the ones JSON and databases find hard: lone surrogates, NUL, U+2028."""
+_KEYS = st.sampled_from(["a", "1", "01", "4294967295"]) | texts
 values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | texts,
-    lambda inner: st.lists(inner, max_size=2) | st.dictionaries(texts, inner, max_size=2),
+    st.none() | st.booleans() | st.integers() | st.floats() | texts,
+    lambda inner: (
+        st.lists(inner, max_size=2)
+        | st.dictionaries(
+            st.sampled_from(["a", "1", "01", "4294967295"]) | texts, inner, max_size=2
+        )
+    ),
     max_leaves=4,
 )
-"""JSON values (as `jsjson.loads` gives them back: no NaN, which JSON writes as null)."""
+"""JSON values, with what `JSON.stringify` rewrites (NaN, -0, 1e21, integer-like keys)."""
 
 _KIND_NAMES = [*BLOCK_CLASSES, "citation"]
 # Keys that are no field's JSON name: Python names of fields included, which a dict treats as
