@@ -8,13 +8,12 @@ An operation is a *plan*: a generator that yields SQLAlchemy statements and rece
 from __future__ import annotations
 
 import time
-from collections.abc import Generator, Iterable, Mapping, Sequence
+from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias, TypeVar, cast
+from typing import Any, Protocol, TypeAlias, TypeVar, cast
 
 from sqlalchemy import (
     ColumnElement,
-    CursorResult,
     Executable,
     Select,
     bindparam,
@@ -40,7 +39,7 @@ from memstore.errors import (
 )
 from memstore.graph import SessionGraph
 from memstore.store.bulk import paused_gc
-from memstore.store.prepared import Params, Prepared, Rows
+from memstore.store.prepared import Params, Prepared
 from memstore.store.rows import stored_rows
 from memstore.store.tables import node_blocks, nodes, nodes_fts, records, session_tags, sessions
 from memstore.types import SessionNode, Turn, is_storable_text, validate_session_id
@@ -50,9 +49,25 @@ __all__ = ["UNSET", "Plan", "SessionInfo", "Step", "StoreStats", "Unset"]
 T = TypeVar("T")
 Step: TypeAlias = Executable | tuple[Executable | Prepared, Params]
 """A statement, or a statement and its parameters (a list of rows: executemany)."""
-Plan: TypeAlias = Generator[Step, CursorResult[Any], T]
-"""Receives each statement's CursorResult; a Prepared statement's rows come through `fetch`
-(a streamed one's as an iterator)."""
+
+
+class StepResult(Protocol):
+    """What a plan may ask of a step's result: SQLAlchemy's CursorResult, or the same calls on
+    the rows of a statement the driver ran on its cursor (`prepared.PreparedRows`)."""
+
+    def __iter__(self) -> Iterator[Any]: ...
+    def first(self) -> Any: ...
+    def one(self) -> Any: ...
+    def all(self) -> Sequence[Any]: ...
+    def scalar_one_or_none(self) -> Any: ...
+    def scalars(self) -> Iterable[Any]: ...
+    @property
+    def rowcount(self) -> int: ...
+
+
+Plan: TypeAlias = Generator[Step, StepResult, T]
+"""Receives each statement's result, of one shape whichever way the driver ran it (a streamed
+query's rows as an iterator)."""
 
 
 class Unset:
@@ -107,12 +122,6 @@ def nodes_from_rows(rows: Iterable[Any]) -> list[SessionNode]:
     turn, node = Turn._from_stored_text, SessionNode._stored
     with paused_gc():
         return [node(row[0], row[1], turn(row[2]), row[3]) for row in rows]
-
-
-def fetch(prepared: Prepared, params: Params) -> Plan[Rows]:
-    """Run a prepared statement (see `prepared`); its rows, as plain tuples."""
-    rows: Any = yield prepared, params
-    return cast(Rows, rows)
 
 
 MAX_NODE_ID = 255
@@ -206,7 +215,7 @@ _INDEX_NODES_AFTER = Prepared(
 def ensure_session(dialect: str, session_id: str, now: int) -> Plan[str | None]:
     """Create the session row if missing, lock it against other writers, return its head."""
     upsert = _ENSURE_SESSION["postgresql" if dialect == "postgresql" else "sqlite"]
-    ((head,),) = yield from fetch(upsert, {"session_id": session_id, "now": now})
+    ((head,),) = yield upsert, {"session_id": session_id, "now": now}
     return cast(str | None, head)
 
 
@@ -231,7 +240,7 @@ def append_node(
     if not isinstance(expected_head, Unset) and head != expected_head:
         raise HeadMovedError(session_id, expected_head, head)
     lookup = {"session_id": session_id, "node_id": node.id, "parent_id": node.parent}
-    found = {row[0]: row[1:] for row in (yield from fetch(_NODE_AND_PARENT, lookup))}
+    found = {row[0]: row[1:] for row in (yield _NODE_AND_PARENT, lookup)}
     if node.parent is not None and node.parent not in found:
         raise UnknownNodeError(session_id, node.parent)
     existing = found.get(node.id)
@@ -242,8 +251,8 @@ def append_node(
             f"session {session_id!r} already holds node {node.id!r} with different content"
         )
     record = {"session_id": session_id, "kind": "append", "node_id": node.id, "raw": None}
-    yield from fetch(INSERT_RECORDS, record)
-    yield from fetch(_MOVE_HEAD, {"session_id": session_id, "new_head": node.id, "now": now})
+    yield INSERT_RECORDS, record
+    yield _MOVE_HEAD, {"session_id": session_id, "new_head": node.id, "now": now}
 
 
 def insert_nodes(dialect: str, session_id: str, new_nodes: Sequence[SessionNode]) -> Plan[None]:
@@ -269,19 +278,19 @@ def insert_rows(
     index the nodes' text for full-text search."""
     indexed = dialect == "sqlite"  # PostgreSQL's index is an expression index on `nodes`
     if indexed:
-        ((after,),) = yield from fetch(_LAST_NODE_PK, {"session_id": session_id})
+        ((after,),) = yield _LAST_NODE_PK, {"session_id": session_id}
     if node_rows:
-        yield from fetch(INSERT_NODES, node_rows)
+        yield INSERT_NODES, node_rows
     if blocks:
-        yield from fetch(INSERT_BLOCKS, blocks)
+        yield INSERT_BLOCKS, blocks
     if indexed and node_rows:
-        yield from fetch(_INDEX_NODES_AFTER, {"session_id": session_id, "after": after})
+        yield _INDEX_NODES_AFTER, {"session_id": session_id, "after": after}
 
 
 def load_session(session_id: str) -> Plan[SessionGraph]:
     """Every node of the session, in the order stored, and its head."""
     head = (yield _session_row(session_id)).scalar_one_or_none()
-    rows = yield from fetch(_SESSION_NODES, {"session_id": lookup_id(session_id)})
+    rows = yield _SESSION_NODES, {"session_id": lookup_id(session_id)}
     return SessionGraph.hydrate(session_id, nodes_from_rows(rows), head)
 
 

@@ -31,7 +31,6 @@ from memstore.store.plans import (
     INSERT_RECORDS,
     Plan,
     ensure_session,
-    fetch,
     insert_rows,
     lookup_id,
     node_id_problem,
@@ -266,7 +265,7 @@ class _Batch:
             yield from insert_rows(self.dialect, self.session_id, self.nodes, self.blocks)
             self.nodes, self.blocks = [], []
         if self.records:
-            yield from fetch(INSERT_RECORDS, self.records)
+            yield INSERT_RECORDS, self.records
             self.records = []
         self.node_ids = set()
 
