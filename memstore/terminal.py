@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from rich.cells import cell_len
 from rich.console import Group, RenderableType
 from rich.markup import escape
 from rich.panel import Panel
 from rich.syntax import Syntax
+from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
@@ -16,9 +19,10 @@ from memstore import jsjson
 from memstore.graph import SessionGraph
 from memstore.types import SessionNode
 
-__all__ = ["format_time", "render_transcript", "render_tree"]
+__all__ = ["data_table", "format_time", "render_transcript", "render_tree"]
 
 PREVIEW = 70
+TEXT_MIN_WIDTH = 12  # what a text column keeps, at least, beside whole copyable columns
 
 
 def format_time(epoch_ms: int) -> str:
@@ -103,3 +107,39 @@ def render_transcript(nodes: list[SessionNode]) -> RenderableType:
         parts.extend(_block(block) for block in wire["blocks"])
         parts.append(Text(""))
     return Group(*parts)
+
+
+def data_table(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    *,
+    copyable: Sequence[bool],
+    width: int,
+    title: str | None = None,
+) -> Table:
+    """A table that never cuts a copyable cell (an id, a number, a time) with an ellipsis.
+
+    Copyable columns are shown whole when they fit `width` beside a narrow share for each text
+    column (text columns wrap); when they cannot all fit, every column folds onto more lines.
+    """
+    widths = [
+        max([cell_len(header), *(cell_len(row[index]) for row in rows)])
+        for index, header in enumerate(headers)
+    ]
+    frame = 1 + 3 * len(headers)  # the left edge, then padding on both sides and an edge
+    needed = frame + sum(
+        size if copy else min(size, TEXT_MIN_WIDTH)
+        for size, copy in zip(widths, copyable, strict=True)
+    )
+    whole = needed <= width
+    table = Table(title=title)
+    for header, size, copy in zip(headers, widths, copyable, strict=True):
+        if copy and whole:
+            table.add_column(header, no_wrap=True, min_width=size)
+        elif whole:
+            table.add_column(header, overflow="fold", min_width=min(size, TEXT_MIN_WIDTH))
+        else:
+            table.add_column(header, overflow="fold")
+    for row in rows:
+        table.add_row(*(Text(cell) for cell in row))
+    return table

@@ -366,7 +366,7 @@ def _tip_count() -> Any:
 
 @dataclass(frozen=True)
 class StoreStats:
-    """Totals over the whole store."""
+    """Totals over the whole store; `records` counts JSONL lines, as an import reports them."""
 
     sessions: int
     nodes: int
@@ -383,6 +383,7 @@ def store_stats(top: int = 10) -> Plan[StoreStats]:
             select(func.count()).select_from(sessions).scalar_subquery(),
             select(func.count()).select_from(nodes).scalar_subquery(),
             select(func.count()).select_from(records).scalar_subquery(),
+            select(func.count()).where(records.c.kind == "append").scalar_subquery(),
             select(func.count()).where(node_blocks.c.kind == "tool_call").scalar_subquery(),
             select(func.count()).where(node_blocks.c.is_error == 1).scalar_subquery(),
         )
@@ -395,11 +396,11 @@ def store_stats(top: int = 10) -> Plan[StoreStats]:
         .order_by(calls.desc(), node_blocks.c.tool_name)
         .limit(top)
     )
-    session_count, node_count, record_count, call_count, failed_count = map(int, tuple(totals))
+    session_count, node_count, rows, appends, call_count, failed_count = map(int, tuple(totals))
     return StoreStats(
         sessions=session_count,
         nodes=node_count,
-        records=record_count,
+        records=rows + appends,  # an append row stands for a node line and a head line
         tool_calls=call_count,
         failed_tool_calls=failed_count,
         top_tools=tuple((row.tool_name or "", row.calls) for row in tools),
@@ -415,6 +416,8 @@ def list_sessions(
     session_id: str | None = None,
 ) -> Plan[list[SessionInfo]]:
     """Sessions, most recently updated first, filtered by tag, title and metadata values."""
+    if limit is not None and limit < 0:
+        raise ValueError(f"limit must be >= 0, got {limit}")
     count = select(func.count()).where(nodes.c.session_id == sessions.c.id).scalar_subquery()
     query = select(
         sessions, count.label("node_count"), _tip_count().label("branch_count")
