@@ -9,8 +9,10 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
+import io
 import json
 import logging
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -454,13 +456,18 @@ def tree(
 def show(
     ctx: typer.Context,
     session: Annotated[str, typer.Argument(help="The session to show.")],
-    leaf: Annotated[str | None, typer.Option(help="End of the path (default: the head).")] = None,
+    leaf: Annotated[
+        str | None,
+        typer.Option(help="End of the path: a node id or a unique prefix (default: the head)."),
+    ] = None,
     last: Annotated[int | None, typer.Option(min=0, help="Only the newest N turns.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the nodes as JSON.")] = False,
 ) -> None:
     """Print the transcript of one path of a session (root to the head, or to --leaf)."""
     with friendly_store(ctx) as store:
         store.session_info(session)  # raises UnknownSessionError
+        if leaf is not None:
+            leaf = store.resolve_node_id(session, leaf)  # a short id, as the tables show them
         nodes = store.load_path_nodes(session, leaf, last=last)
     if as_json:
         emit_json([jsjson.loads(jsjson.dumps(node.to_json())) for node in nodes])
@@ -646,6 +653,11 @@ def demo(
 
 def main() -> None:
     """Entry point of the `memstore` console script."""
+    # A turn may hold lone surrogates (JavaScript strings can): write them as `\udXXX` escapes,
+    # which is also how JSON spells them, rather than fail half-way through the output.
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
     app()
 
 

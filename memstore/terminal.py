@@ -45,31 +45,34 @@ def _one_line(node: SessionNode) -> str:
 
 
 def _label(node: SessionNode, head: str | None) -> str:
+    # The marker comes before the preview, which a narrow terminal cuts.
     marker = " [bold yellow]◀ head[/bold yellow]" if node.id == head else ""
-    return f"[dim]{node.id[:8]}[/dim] [b]{node.turn.role}[/b]: {_one_line(node)}{marker}"
+    return f"[dim]{node.id[:8]}[/dim]{marker} [b]{node.turn.role}[/b]: {_one_line(node)}"
 
 
 def render_tree(graph: SessionGraph) -> Tree:
     """The session DAG as a Rich tree, the head marked.
 
-    A run of turns without a fork stays at one indentation; at a fork, each branch nests under
-    its first turn, so a deep session stays narrow.
+    A run of turns without a fork is one entry, a line per turn, without a connector of its
+    own; a fork hangs its branches under the run's last turn, each with its connector
+    (`├──`, `└──`). So a continuation and a branch never look alike, and a deep session stays
+    narrow.
     """
     children: dict[str | None, list[SessionNode]] = {}
     for node in graph.all():
         children.setdefault(node.parent, []).append(node)
     tree = Tree(f"[bold]{escape(graph.session_id)}[/bold]")
-    roots = children.get(None, [])
-    # (where the line goes, the node, whether it starts a branch that holds its own run)
-    pending = [(tree, root, len(roots) > 1) for root in reversed(roots)]
+    pending = [(tree, root) for root in reversed(children.get(None, []))]
     while pending:
-        container, node, starts_branch = pending.pop()
-        item = container.add(_label(node, graph.leaf))
-        kids = children.get(node.id, [])
-        if len(kids) == 1:
-            pending.append((item if starts_branch else container, kids[0], False))
-        else:
-            pending.extend((item, kid, True) for kid in reversed(kids))
+        container, first = pending.pop()
+        run = [first]
+        while len(kids := children.get(run[-1].id, [])) == 1:
+            run.append(kids[0])
+        lines = "\n".join(_label(node, graph.leaf) for node in run)
+        label = Text.from_markup(lines, overflow="ellipsis")
+        label.no_wrap = True  # a turn is one line: a wrapped one would look like another turn
+        item = container.add(label)
+        pending.extend((item, kid) for kid in reversed(kids))
     return tree
 
 

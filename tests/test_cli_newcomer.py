@@ -190,11 +190,29 @@ def test_a_window_too_small_for_the_request_is_refused(large: str) -> None:
     assert json.loads(show.stdout)[0]["id"] == "0ba4d965ed6b683279ad378318db02b1"
 
 
-def test_a_branch_that_still_overflows_the_window_is_warned_about(large: str) -> None:
-    done = memstore(large, "compact", "large-session", "--window", "2000", "--keep-recent", "300")
+def test_a_chunked_compaction_counts_every_call_and_warns_when_it_still_overflows(
+    large: str,
+) -> None:
+    # The session holds lone surrogates: both outputs write them as escapes, whole.
+    path = json.loads(memstore(large, "show", "large-session", "--json").stdout)
+    assert len(path) == 2904
+    text = memstore(large, "show", "large-session")
+    assert text.returncode == 0, text.stderr[-500:]
+    assert "\\ud800" in text.stdout
+    done = memstore(
+        large, "compact", "large-session", "--window", "2000", "--keep-recent", "300", "--json"
+    )
     assert done.returncode == 0, done.stderr
-    assert "condensed" in done.stdout
+    result = json.loads(done.stdout)
     assert "more than the window of 2000" in done.stderr
+    condensed = path[: result["condensed_turns"]]
+    calls = sum(b["kind"] == "tool_call" for node in condensed for b in node["turn"]["blocks"])
+    summary = json.loads(memstore(large, "show", "large-session", "--json").stdout)[0]
+    text = summary["turn"]["blocks"][0]["text"]
+    assert text.count("[condensed earlier context]") == 1
+    assert text.count("First request:") == 1
+    assert f"Tool calls ({calls}): " in text
+    assert summary["turn"]["memstore"]["condensed"]["fromNodeId"] == path[-1]["id"]
 
 
 def test_compacting_an_empty_session_says_it_is_empty(sqlite_url: str, tmp_path: Path) -> None:

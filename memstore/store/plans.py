@@ -29,6 +29,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from memstore import jsjson
 from memstore.errors import (
+    AmbiguousNodeError,
     HeadMovedError,
     InvalidNodeIdError,
     NodeConflictError,
@@ -330,6 +331,32 @@ def head(session_id: str) -> Plan[str | None]:
     """The session's head, or None for an empty or missing session."""
     value: str | None = (yield _session_row(session_id)).scalar_one_or_none()
     return value
+
+
+SHOWN_CANDIDATES = 10
+
+
+def resolve_node_id(session_id: str, node_id: str) -> Plan[str]:
+    """The id of the session's node that `node_id` names: that id itself, or the one id that
+    starts with it (a short id, as git takes them).
+
+    Raises:
+        UnknownNodeError: no node's id is or starts with `node_id`.
+        AmbiguousNodeError: several do; it lists them.
+    """
+    owned = nodes.c.session_id == lookup_id(session_id)
+    wanted = lookup_id(node_id)
+    if wanted and (yield select(nodes.c.id).where(owned, nodes.c.id == wanted)).first():
+        return node_id
+    starts = func.substr(nodes.c.id, 1, len(wanted)) == wanted
+    query = select(nodes.c.id).where(owned, starts).order_by(nodes.c.id)
+    found = list((yield query.limit(SHOWN_CANDIDATES + 1)).scalars()) if wanted else []
+    if len(found) == 1:
+        return str(found[0])
+    if not found:
+        raise UnknownNodeError(session_id, node_id)
+    more = len(found) > SHOWN_CANDIDATES
+    raise AmbiguousNodeError(session_id, node_id, found[:SHOWN_CANDIDATES], more)
 
 
 def list_session_ids() -> Plan[list[str]]:
