@@ -268,7 +268,7 @@ def _print_import_table(reports: list[FileImport]) -> None:
             str(item.records),
             str(item.nodes),
             (item.leaf or "")[:12],
-            "unchanged" if item.unchanged else _count(len(item.warnings), "warning", "") or "",
+            "unchanged" if item.unchanged else _count(len(item.warnings), "warning", ""),
         )
         for item in reports
     ]
