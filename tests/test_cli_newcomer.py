@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import LEGACY, LEGACY_FILES
+from .legacy import read_legacy_session
 
 
 def memstore(db: str, *args: str, columns: int = 80) -> subprocess.CompletedProcess[str]:
@@ -120,6 +121,19 @@ def large(tmp_path: Path) -> str:
     done = memstore(db, "import", str(LEGACY / "large-session.jsonl"))
     assert done.returncode == 0, done.stderr
     return db
+
+
+def test_sessions_are_as_old_as_their_turns_not_their_import(imported: str) -> None:
+    listed = json.loads(memstore(imported, "sessions", "--json").stdout)
+    for item in listed:
+        times = [
+            node.created_at for node in read_legacy_session(LEGACY / f"{item['id']}.jsonl").all()
+        ]
+        if times:
+            assert (item["createdAt"], item["updatedAt"]) == (min(times), max(times))
+    updated = [item["updatedAt"] for item in listed]
+    assert updated == sorted(updated, reverse=True)
+    assert len(set(updated)) > 1  # not one import time for all
 
 
 def test_export_takes_the_format_from_the_extension(imported: str, tmp_path: Path) -> None:
