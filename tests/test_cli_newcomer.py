@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from memstore.terminal import format_time
+
 from .conftest import LEGACY, LEGACY_FILES
 from .legacy import read_legacy_session
 
@@ -168,7 +170,10 @@ def test_tables_show_numbers_and_ids_whole(imported: str, columns: int) -> None:
         assert row["node_id"] in done.stdout
     listing = memstore(imported, "sessions", columns=columns).stdout
     assert "…" not in listing
-    assert "large-session" in listing
+    for item in json.loads(memstore(imported, "sessions", "--json").stdout):
+        assert item["id"] in listing
+        assert format_time(item["updatedAt"]) in listing  # not wrapped at its space
+        assert item["head"][:12] in listing
 
 
 def test_tables_fold_rather_than_cut_when_ids_cannot_fit(imported: str) -> None:
