@@ -424,8 +424,10 @@ def import_file_targets(
 
     Raises:
         InvalidArgumentError: an unknown source, or `session_id` for anything but one legacy file.
-        JsonlError: a path that does not exist.
+        JsonlError: a path that does not exist, or a directory without session files.
     """
+    from memstore.foreign import foreign_files  # here: memstore.foreign imports the store
+
     if source not in IMPORT_SOURCES:
         raise InvalidArgumentError(f"unknown source {source!r}; expected one of {IMPORT_SOURCES}")
     paths = list(paths)
@@ -433,11 +435,17 @@ def import_file_targets(
         raise InvalidArgumentError(
             "a session id names one legacy file's session (--from jsonl, one file)"
         )
-    if source == "jsonl":
-        return [target for path in paths for target in import_targets(path, session_id)]
-    from memstore.foreign import foreign_files  # here: memstore.foreign imports the store
-
-    return [(file, None) for path in paths for file in foreign_files(path)]
+    targets: list[tuple[Path, str | None]] = []
+    for path in paths:
+        if source == "jsonl":
+            found: list[tuple[Path, str | None]] = list(import_targets(path, session_id))
+        else:
+            found = [(file, None) for file in foreign_files(path)]
+        if not found:
+            kind = ".jsonl" if source == "jsonl" else "session"
+            raise JsonlError(path, None, f"no {kind} files in this directory: nothing to import")
+        targets.extend(found)
+    return targets
 
 
 def each_file(
