@@ -11,8 +11,8 @@ what every part of memstore needs to know about it, read from a block's wire dic
 - `preview`: a few words for lists of turns;
 - `view`: how the terminal, Markdown and HTML renderers show it (`BlockView`).
 
-A new kind is one more subclass of `BlockBase` here and one more entry in `Block` and
-`BLOCK_CLASSES`; everything above then handles it.
+A new kind is one more subclass of `BlockBase` here and its line in `Block`; everything above
+then handles it.
 """
 
 from __future__ import annotations
@@ -380,13 +380,36 @@ class UnknownBlock(BlockBase):
     kind: StrictStr
 
 
-BLOCK_CLASSES: dict[str, type[BlockBase]] = {
-    "text": TextBlock,
-    "thinking": ThinkingBlock,
-    "tool_call": ToolCallBlock,
-    "tool_result": ToolResultBlock,
-    "image": ImageBlock,
-}
+def _block_tag(value: Any) -> str:
+    kind = value.get("kind") if isinstance(value, Mapping) else getattr(value, "kind", None)
+    return kind if type(kind) is str and kind in _KNOWN_KINDS else "unknown"
+
+
+Block: TypeAlias = Annotated[
+    Annotated[TextBlock, Tag("text")]
+    | Annotated[ThinkingBlock, Tag("thinking")]
+    | Annotated[ToolCallBlock, Tag("tool_call")]
+    | Annotated[ToolResultBlock, Tag("tool_result")]
+    | Annotated[ImageBlock, Tag("image")]
+    | Annotated[UnknownBlock, Tag("unknown")],
+    Discriminator(_block_tag),
+]
+"""Any block: the model of its kind, an UnknownBlock for a kind memstore does not know. A new
+kind is one class above and one line here."""
+
+
+def _known_classes() -> dict[str, type[BlockBase]]:
+    """Each known kind's class, read from `Block`'s tags."""
+    union, _ = typing.get_args(Block)
+    classes = {}
+    for member in typing.get_args(union):
+        cls, tag = typing.get_args(member)
+        if tag.tag != "unknown":
+            classes[tag.tag] = cls
+    return classes
+
+
+BLOCK_CLASSES: dict[str, type[BlockBase]] = _known_classes()
 """The class of each known block kind (any other kind is an UnknownBlock), as in `Block`."""
 _KNOWN_KINDS = frozenset(BLOCK_CLASSES)
 
@@ -419,19 +442,3 @@ def turn_problem(turn: Any) -> str | None:
         if problem is not None:
             return f"turn.blocks[{index}] {problem}"
     return None
-
-
-def _block_tag(value: Any) -> str:
-    kind = value.get("kind") if isinstance(value, Mapping) else getattr(value, "kind", None)
-    return kind if type(kind) is str and kind in _KNOWN_KINDS else "unknown"
-
-
-Block: TypeAlias = Annotated[
-    Annotated[TextBlock, Tag("text")]
-    | Annotated[ThinkingBlock, Tag("thinking")]
-    | Annotated[ToolCallBlock, Tag("tool_call")]
-    | Annotated[ToolResultBlock, Tag("tool_result")]
-    | Annotated[ImageBlock, Tag("image")]
-    | Annotated[UnknownBlock, Tag("unknown")],
-    Discriminator(_block_tag),
-]
