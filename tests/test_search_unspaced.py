@@ -229,5 +229,5 @@ def test_the_cli_finds_japanese_words(tmp_path: Path) -> None:
         done = subprocess.run([*base, *command], capture_output=True, text=True, check=False)
         assert done.returncode == 0, done.stderr
     (hit,) = json.loads(done.stdout)
-    assert hit["session_id"] == "jp"
+    assert hit["sessionId"] == "jp"
     assert "[漢字]" in hit["snippet"]
