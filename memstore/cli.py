@@ -453,10 +453,11 @@ def list_sessions(
     if as_json:
         emit_json([_session_json(info) for info in infos])
         return
-    table = Table("session", "nodes", "branches", "updated (UTC)", "head", "title")
+    table = Table("session", "agent", "nodes", "branches", "updated (UTC)", "head", "title")
     for info in infos:
         table.add_row(
             escape(info.id),
+            escape(info.agent),
             str(info.node_count),
             str(info.branch_count),
             format_time(info.updated_at),
@@ -469,6 +470,7 @@ def list_sessions(
 def _session_json(info: SessionInfo) -> dict[str, Any]:
     return {
         "id": info.id,
+        "agent": info.agent,
         "nodes": info.node_count,
         "branches": info.branch_count,
         "createdAt": info.created_at,
@@ -533,10 +535,11 @@ def search(
     if as_json:
         emit_json([dataclasses.asdict(hit) for hit in hits])
         return
-    table = Table("session", "node", "role", "time (UTC)", "snippet")
+    table = Table("session", "agent", "node", "role", "time (UTC)", "snippet")
     for hit in hits:
         table.add_row(
             escape(hit.session_id),
+            escape(hit.agent),
             hit.node_id[:12],
             hit.role,
             format_time(hit.created_at),

@@ -157,3 +157,33 @@ def test_watch_imports_new_and_grown_files_until_interrupted(
     with SessionStore(database_url) as store:
         store.export_jsonl("w1", out)
     assert out.read_bytes() == b"".join(full)
+
+
+def test_sessions_search_and_views_name_each_sessions_agent(
+    database_url: str, agents_home: Path
+) -> None:
+    with SessionStore(database_url) as store:
+        store.session("native").append(
+            {"role": "user", "blocks": [{"kind": "text", "text": "zebras"}]}
+        )
+        store.import_foreign(agents_home)
+        agents = {info.id: info.agent for info in store.sessions()}
+        hits = {(hit.session_id, hit.agent) for hit in store.search("zebras")}
+        view = store.read_only_query("SELECT session_id, agent FROM session_sources").rows
+    expected = {
+        "native": "memstore",
+        "2025_p1": "pi",
+        "c1": "claude-code",
+        "c1~agent-a7": "claude-code",
+    }
+    assert agents == expected
+    assert hits == set(expected.items())
+    assert {tuple(row) for row in view} == set(expected.items())
+    code, stdout, _ = invoke(database_url, "sessions", "--json")
+    assert code == 0
+    assert {item["id"]: item["agent"] for item in json.loads(stdout)} == expected
+    code, stdout, _ = invoke(database_url, "search", "--json", "zebras")
+    assert {(hit["session_id"], hit["agent"]) for hit in json.loads(stdout)} == hits
+    code, stdout, _ = invoke(database_url, "sessions")
+    assert "agent" in stdout
+    assert "claude-" in stdout  # the column may wrap "claude-code" on a narrow terminal

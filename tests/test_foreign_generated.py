@@ -25,7 +25,7 @@ SCRIPT = Path(__file__).parent / "pi_sessions.mjs"
 MESSAGE_TYPES = {"message", "custom_message", "compaction", "branch_summary"}
 
 
-def _missing(reason: str) -> NoReturn:
+def missing_tool(reason: str) -> NoReturn:
     if os.environ.get("CI") == "true":
         pytest.fail(f"{reason}, and CI=true")
     pytest.skip(reason)
@@ -38,12 +38,12 @@ def pi_modules() -> Path:
     if not (modules / "@mariozechner" / "pi-coding-agent" / "package.json").is_file():
         npm = shutil.which("npm")
         if npm is None or shutil.which("node") is None:
-            _missing("node and npm are needed to run pi's SessionManager")
+            missing_tool("node and npm are needed to run pi's SessionManager")
         PI_DIR.mkdir(parents=True, exist_ok=True)
         command = [npm, "install", "--prefix", str(PI_DIR), "--no-audit", "--no-fund", PI_PACKAGE]
         done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
         if done.returncode != 0:
-            _missing(f"npm install {PI_PACKAGE} failed: {done.stderr[-2000:]}")
+            missing_tool(f"npm install {PI_PACKAGE} failed: {done.stderr[-2000:]}")
     return modules
 
 

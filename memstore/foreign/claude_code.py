@@ -5,7 +5,8 @@ by `uuid` / `parentUuid`; they become turns under their parent's node. `system`,
 `attachment` and the like also sit in the chain but stay records (an entry under one hangs from
 the nearest message above it). A `compact_boundary` system record starts a new root
 (`parentUuid` null, like the Claude Code readers); the `isCompactSummary` user record under it
-becomes a condensed summary turn. `summary` records (no uuid) give the session its title.
+becomes a condensed summary turn. `custom-title`, `ai-title` and `summary` records (no uuid)
+give the session its title, `tag` records its tag.
 Sidechain records (`isSidechain`) are kept in the same session; subagent transcripts
 (`<session>/subagents/agent-<id>.jsonl`) become sessions of their own that name their parent.
 """
@@ -36,6 +37,7 @@ __all__ = ["ClaudeCodeReader", "looks_like_claude_code"]
 
 _MESSAGE_TYPES = frozenset({"user", "assistant"})
 _SESSION_KEYS = ("sessionId", "cwd", "gitBranch", "version", "agentId", "slug")
+_TITLE_KEYS = ("customTitle", "aiTitle", "summary")  # the first wins over the others
 
 
 def looks_like_claude_code(value: dict[str, Any]) -> bool:
@@ -53,13 +55,14 @@ class ClaudeCodeReader:
         self.tree = Tree(orphans=self.facts.notes)
         self.sidechain_nodes = 0
         self.nodes: set[str] = set()
+        self.title_rank = len(_TITLE_KEYS)
+        self.main_head: str | None = None
+        self.condensed_from: dict[str, str | None] = {}  # compact boundary -> the last node before
 
     def read(self, value: Any) -> Entry:
         """The entry one parsed line makes; Problem for a record that breaks the format."""
         kind = value.get("type")
-        if kind == "summary":
-            if isinstance(value.get("summary"), str):
-                self.facts.title = value["summary"]
+        if self._title_or_tag(value):
             return Entry()
         entry_id = value.get("uuid")
         if entry_id is None:
@@ -72,33 +75,72 @@ class ClaudeCodeReader:
         self._facts(value)
         if kind not in _MESSAGE_TYPES or not isinstance(value.get("message"), dict):
             self.tree.add(entry_id, anchor)
+            if value.get("subtype") == "compact_boundary":
+                self.condensed_from[entry_id] = self._anchor(value.get("logicalParentUuid"))
             return Entry()
-        turn, usage = _turn(value)
+        condensed_from = self.condensed_from.get(parent) if parent is not None else None
+        if condensed_from is None:  # older transcripts put it on the summary itself
+            condensed_from = self._anchor(value.get("logicalParentUuid"))
+        turn, usage = _turn(value, condensed_from)
         self.tree.add(entry_id, entry_id)
         self.nodes.add(entry_id)
         if value.get("isSidechain"):
             self.sidechain_nodes += 1
             self.facts.meta["sidechainNodes"] = self.sidechain_nodes
-        elif not value.get("isMeta") and not value.get("teamName"):
-            self.facts.head = entry_id
+        if not value.get("isMeta") and not value.get("teamName"):
+            # The head is the last main-chain message; a subagent's transcript, all sidechain,
+            # ends at its last message (as the SDK picks its leaf).
+            if not value.get("isSidechain"):
+                self.main_head = entry_id
+            self.facts.head = self.main_head or entry_id
         created = epoch_ms(value.get("timestamp"))
         return Entry(entry_id, anchor, created, checked_turn(turn), usage)
+
+    def _anchor(self, entry_id: Any) -> str | None:
+        """The node at or nearest above an entry (None for an unknown one)."""
+        return self.tree.anchors.get(entry_id) if isinstance(entry_id, str) else None
+
+    def _title_or_tag(self, value: dict[str, Any]) -> bool:
+        """Whether a record (without a uuid) names the session: its title (a user's
+        `customTitle` over an `aiTitle` over a `summary` record's, the last non-empty one of
+        each winning, as the SDK reads them) or its tag (an empty one clears it)."""
+        if "uuid" in value:
+            return False
+        for rank, key in enumerate(_TITLE_KEYS):
+            if key in value and (key != "summary" or value.get("type") == "summary"):
+                title = value[key]
+                if isinstance(title, str) and title and rank <= self.title_rank:
+                    self.title_rank, self.facts.title = rank, title
+                return True
+        if value.get("type") == "tag":
+            tag = value.get("tag")
+            self.facts.tags = {tag} if isinstance(tag, str) and tag else set()
+            self.facts.meta["tag"] = tag or None
+            return True
+        return False
 
     def _facts(self, value: dict[str, Any]) -> None:
         for key in _SESSION_KEYS:
             if isinstance(value.get(key), str):
-                self.facts.meta[key] = value[key]
+                if key == "cwd":  # where the session started, as the SDK reports it
+                    self.facts.meta.setdefault(key, value[key])
+                else:
+                    self.facts.meta[key] = value[key]
         message = value.get("message")
         if isinstance(message, dict) and isinstance(message.get("model"), str):
             self.facts.meta["model"] = message["model"]
 
 
-def _turn(value: dict[str, Any]) -> tuple[dict[str, Any], UsageRow | None]:
+def _turn(
+    value: dict[str, Any], condensed_from: str | None
+) -> tuple[dict[str, Any], UsageRow | None]:
+    """A message's turn and usage; a compact summary (under its boundary) names the node the
+    conversation it condenses ended at."""
     message = value["message"]
     blocks = content_blocks(message.get("content"), _block)
     if value.get("isCompactSummary"):
         text = "\n".join(block["text"] for block in blocks if block["kind"] == "text")
-        record = {"fromNodeId": value.get("logicalParentUuid"), "source": "claude-code"}
+        record = {"fromNodeId": condensed_from, "source": "claude-code"}
         return condensed_turn(text, record), None
     if value["type"] == "user":
         return {"role": "user", "blocks": blocks}, None
