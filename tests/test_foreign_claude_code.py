@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
+from typer.testing import CliRunner
 
+from memstore.cli import app
 from memstore.errors import JsonlError
 from memstore.store import SessionStore
 
@@ -293,3 +295,31 @@ def test_a_transcript_missing_a_parent_keeps_the_orphan_as_a_root(
     out = tmp_path / "out.jsonl"
     store.export_jsonl("orphan", out)
     assert out.read_bytes() == copy.read_bytes()
+
+
+def test_export_all_to_claude_code_makes_a_projects_folder_the_sdk_reads_alike(
+    claude_sdk: Sdk, claude_home: ClaudeHome, sqlite_url: str, tmp_path: Path
+) -> None:
+    with SessionStore(sqlite_url) as store:
+        store.import_claude_code(claude_home.projects)
+    home = tmp_path / "home"
+    command = ["--db", sqlite_url, "export", "--all", "--to", "claude-code"]
+    result = CliRunner().invoke(app, [*command, "-o", str(home / ".claude" / "projects")])
+    assert result.exit_code == 0, result.output
+    originals = claude_home.projects.parent
+    written = sorted(
+        path.relative_to(home / ".claude" / "projects")
+        for path in (home / ".claude/projects").rglob("*.jsonl")
+    )
+    assert written == sorted(path.relative_to(originals) for path in originals.rglob("*.jsonl"))
+    for name in written:
+        assert (home / ".claude/projects" / name).read_bytes() == (originals / name).read_bytes()
+
+    def read(where: Path) -> Any:
+        sessions = _sdk(claude_sdk, where, "read", str(claude_home.workdir))
+        for seen in sessions.values():
+            seen["listed"].pop("last_modified")
+            seen["info"].pop("last_modified")
+        return sessions
+
+    assert read(home) == read(claude_home.home)

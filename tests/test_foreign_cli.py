@@ -187,3 +187,48 @@ def test_sessions_search_and_views_name_each_sessions_agent(
     code, stdout, _ = invoke(database_url, "sessions")
     assert "agent" in stdout
     assert "claude-" in stdout  # the column may wrap "claude-code" on a narrow terminal
+
+
+# --- export --to --------------------------------------------------------------------------------
+
+
+def test_export_to_writes_an_imported_session_back_and_refuses_another_agents(
+    database_url: str, agents_home: Path, tmp_path: Path
+) -> None:
+    with SessionStore(database_url) as store:
+        store.import_foreign(agents_home)
+        store.session("native").append({"role": "user", "blocks": [{"kind": "text", "text": "x"}]})
+    out = tmp_path / "c1.jsonl"
+    code, stdout, _ = invoke(database_url, "export", "c1", "--to", "claude-code", "-o", str(out))
+    assert code == 0, stdout
+    assert out.read_bytes() == (agents_home / ".claude/projects/-work-demo/c1.jsonl").read_bytes()
+    for session, agent, came_from in [
+        ("c1", "pi", "claude-code"),
+        ("2025_p1", "claude-code", "pi"),
+        ("native", "pi", "memstore"),
+    ]:
+        code, _, stderr = invoke(database_url, "export", session, "--to", agent, "-o", str(out))
+        assert code == 1
+        assert f"came from {came_from}, not {agent}" in stderr.replace("\n", " ")
+    code, _, stderr = invoke(database_url, "export", "c1", "--to", "pi", "--format", "md")
+    assert code == 2
+
+
+@pytest.mark.parametrize(
+    ("agent", "folder"), [("pi", ".pi/agent/sessions"), ("claude-code", ".claude/projects")]
+)
+def test_export_all_to_rebuilds_the_agents_own_folders(
+    sqlite_url: str, agents_home: Path, tmp_path: Path, agent: str, folder: str
+) -> None:
+    with SessionStore(sqlite_url) as store:
+        store.import_foreign(agents_home)
+    out = tmp_path / "out"
+    code, stdout, _ = invoke(sqlite_url, "export", "--all", "--to", agent, "-o", str(out))
+    assert code == 0, stdout
+    source = agents_home / folder
+
+    def tree(root: Path) -> dict[str, bytes]:
+        return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*.jsonl")}
+
+    assert tree(out) == tree(source)
+    assert tree(out)
