@@ -104,7 +104,7 @@ def test_progress_is_reported_in_bytes_and_records(sqlite_url: str, tmp_path: Pa
 # --- watching -----------------------------------------------------------------------------------
 
 
-def _wait_for(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+def _wait_for(condition: Callable[[], bool], what: str, timeout: float = 120.0) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
@@ -143,7 +143,7 @@ def test_watch_imports_new_and_grown_files_until_interrupted(
         _wait_for(lambda: _sessions(database_url) == {"w1": 16, "c9": 4}, "the new file")
     finally:
         watcher.send_signal(signal.SIGTERM)
-        stdout, stderr = watcher.communicate(timeout=30)
+        stdout, stderr = watcher.communicate(timeout=120)
     assert watcher.returncode == 0, stderr
     assert stderr.strip().endswith("stopped watching")
     assert "torn" in stdout
