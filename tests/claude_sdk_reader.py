@@ -4,6 +4,7 @@ written into a session by the SDK's own session mutations.
 
     python claude_sdk_reader.py read PROJECT_DIR
     python claude_sdk_reader.py rename PROJECT_DIR SESSION TITLE TAG
+    python claude_sdk_reader.py folders CWD...     (the project folder the SDK looks in, per cwd)
 
 HOME (or CLAUDE_CONFIG_DIR) must name the folder whose `.claude/projects` holds the transcripts.
 """
@@ -43,7 +44,13 @@ def read(directory: str) -> dict[str, Any]:
 
 def main() -> None:
     command, directory, *rest = sys.argv[1:]
-    if command == "read":
+    if command == "folders":
+        from claude_agent_sdk._internal.sessions import (  # type: ignore[import-not-found, unused-ignore]
+            _sanitize_path,
+        )
+
+        json.dump([_sanitize_path(cwd) for cwd in [directory, *rest]], sys.stdout)
+    elif command == "read":
         json.dump(read(directory), sys.stdout)
     elif command == "rename":
         session_id, title, tag = rest

@@ -22,6 +22,7 @@ from typer.testing import CliRunner
 
 from memstore.cli import app
 from memstore.errors import JsonlError
+from memstore.foreign import agent_file
 from memstore.store import SessionStore
 
 from .invoker_servers import (
@@ -323,3 +324,13 @@ def test_export_all_to_claude_code_makes_a_projects_folder_the_sdk_reads_alike(
         return sessions
 
     assert read(home) == read(claude_home.home)
+
+
+def test_agent_file_names_the_project_folders_the_sdk_looks_in(
+    claude_sdk: Sdk, tmp_path: Path
+) -> None:
+    cwds = ["/work/demo", "/home/ü/my project.v2", "/" + "deep/" * 60, "C:\\Users\\x"]
+    expected = _sdk(claude_sdk, tmp_path, "folders", *cwds)
+    names = [agent_file(tmp_path, "claude-code", "s", {"cwd": cwd}).parent.name for cwd in cwds]
+    assert names == expected
+    assert len(expected[2]) > 200  # the long one is cut and hashed

@@ -16,6 +16,7 @@ from typing import Any, NoReturn
 
 import pytest
 
+from memstore.foreign import agent_file
 from memstore.store import SessionStore
 
 REPO = Path(__file__).resolve().parents[1]
@@ -148,3 +149,9 @@ def test_pi_usage_and_cost_are_rows_per_assistant_node(
     # The session ends on a model change: the head is the last message, the model the new one.
     assert store.session_info(pi_files[1].stem).metadata["modelId"] == "gpt-5"
     assert len(store.load_path(pi_files[1].stem)) == 60
+
+
+def test_agent_file_names_the_session_folders_pi_makes(pi_modules: Path, tmp_path: Path) -> None:
+    cwds = ["/work/demo", "/home/ü/my project:v2", "C:\\Users\\x", "relative/dir"]
+    expected = [Path(folder).name for folder in _node(pi_modules, "folders", str(tmp_path), *cwds)]
+    assert [agent_file(tmp_path, "pi", "s", {"cwd": cwd}).parent.name for cwd in cwds] == expected
