@@ -25,6 +25,7 @@ def test_an_imported_session_condenses_and_its_file_then_stops_importing(
         "p", card, invokers.extractive(), CompactionPolicy(keep_recent=4)
     )
     assert result.changed
+    assert result.summary_node_id is not None
     assert result.condensed_turns == 36
     summary = store.load_session("p").get(result.summary_node_id)
     assert summary is not None
