@@ -5,6 +5,7 @@ written into a session by the SDK's own session mutations.
     python claude_sdk_reader.py read PROJECT_DIR
     python claude_sdk_reader.py rename PROJECT_DIR SESSION TITLE TAG
     python claude_sdk_reader.py folders CWD...     (the project folder the SDK looks in, per cwd)
+    python claude_sdk_reader.py chain FILE...      (the message chain the SDK builds, per file)
 
 HOME (or CLAUDE_CONFIG_DIR) must name the folder whose `.claude/projects` holds the transcripts.
 """
@@ -44,7 +45,19 @@ def read(directory: str) -> dict[str, Any]:
 
 def main() -> None:
     command, directory, *rest = sys.argv[1:]
-    if command == "folders":
+    if command == "chain":
+        from claude_agent_sdk._internal.sessions import (  # type: ignore[import-not-found, unused-ignore]
+            _entries_to_session_messages,
+            _parse_transcript_entries,
+        )
+
+        chains = []
+        for path in [directory, *rest]:
+            with open(path, encoding="utf-8") as file:
+                entries = _parse_transcript_entries(file.read())
+            chains.append([m.uuid for m in _entries_to_session_messages(entries, None, 0)])
+        json.dump(chains, sys.stdout)
+    elif command == "folders":
         from claude_agent_sdk._internal.sessions import (  # type: ignore[import-not-found, unused-ignore]
             _sanitize_path,
         )

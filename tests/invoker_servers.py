@@ -252,20 +252,25 @@ def anthropic_frames(
 
 
 def anthropic_tool_use_frames(
-    call_id: str, name: str, tool_input: Any, *, model: str, usage: tuple[int, int] = (9, 5)
+    calls: Sequence[tuple[str, str, Any]], *, model: str, usage: tuple[int, int] = (9, 5)
 ) -> list[str]:
-    """A Messages stream whose answer is one tool call (its input streamed as JSON)."""
+    """A Messages stream whose answer is tool calls, (id, name, input) each, inputs streamed as
+    JSON (several calls: a parallel turn)."""
     event = _anthropic_event
-    message = {"id": f"m-{call_id}", "type": "message", "role": "assistant", "model": model}
+    message = {"id": f"m-{calls[0][0]}", "type": "message", "role": "assistant", "model": model}
     start = {**message, "content": [], "usage": {"input_tokens": usage[0], "output_tokens": 1}}
-    block = {"type": "tool_use", "id": call_id, "name": name, "input": {}}
-    delta = {"type": "input_json_delta", "partial_json": json.dumps(tool_input)}
+    frames = [event({"type": "message_start", "message": start})]
+    for index, (call_id, name, tool_input) in enumerate(calls):
+        block = {"type": "tool_use", "id": call_id, "name": name, "input": {}}
+        delta = {"type": "input_json_delta", "partial_json": json.dumps(tool_input)}
+        frames += [
+            event({"type": "content_block_start", "index": index, "content_block": block}),
+            event({"type": "content_block_delta", "index": index, "delta": delta}),
+            event({"type": "content_block_stop", "index": index}),
+        ]
     stop = {"stop_reason": "tool_use", "stop_sequence": None}
     return [
-        event({"type": "message_start", "message": start}),
-        event({"type": "content_block_start", "index": 0, "content_block": block}),
-        event({"type": "content_block_delta", "index": 0, "delta": delta}),
-        event({"type": "content_block_stop", "index": 0}),
+        *frames,
         event({"type": "message_delta", "delta": stop, "usage": {"output_tokens": usage[1]}}),
         event({"type": "message_stop"}),
     ]

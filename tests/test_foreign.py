@@ -38,14 +38,19 @@ SAMPLES = [
 ]
 
 
-@pytest.fixture
-def foreign() -> Path:
+def foreign_samples() -> Path:
     """The shared samples: skipped when absent, a failure under CI=true."""
     if FOREIGN is None:
         if os.environ.get("CI") == "true":
             pytest.fail("../shared/fixtures/foreign is missing, and CI=true")
         pytest.skip("../shared/fixtures/foreign is absent")
     return FOREIGN
+
+
+@pytest.fixture
+def foreign() -> Path:
+    """The shared samples (see `foreign_samples`)."""
+    return foreign_samples()
 
 
 def _stats(store: SessionStore, session_id: str) -> tuple[Any, ...]:

@@ -34,7 +34,7 @@ from .invoker_servers import (
     serve,
     stream,
 )
-from .test_foreign import snapshot
+from .test_foreign import foreign_samples, snapshot
 from .test_foreign_generated import missing_tool
 
 REPO = Path(__file__).resolve().parents[1]
@@ -44,6 +44,7 @@ READER = Path(__file__).parent / "claude_sdk_reader.py"
 MODEL = "claude-sonnet-4-5"
 SUBAGENT_TASK = "SUBAGENT-TASK: count the zebras in the enclosure"
 SUMMARY = "We counted the zebras with a helper agent: three zebras."
+READS: list[tuple[str, str]] = []  # (name, path) of the files a parallel turn reads
 
 
 class Sdk(NamedTuple):
@@ -83,10 +84,14 @@ def _answer(request: Received) -> Reply:
     a message id of its own, as the API gives)."""
     parts = _last_user_parts(request.body)
     text = "\n".join(part["text"] for part in parts if part.get("type") == "text")
-    if "please delegate" in text and not any(part.get("type") == "tool_result" for part in parts):
+    answered = any(part.get("type") == "tool_result" for part in parts)
+    if "please delegate" in text and not answered:
         task = {"description": "count zebras", "prompt": SUBAGENT_TASK}
         task["subagent_type"] = "general-purpose"
-        return stream(anthropic_tool_use_frames("toolu_01", "Agent", task, model=MODEL))
+        return stream(anthropic_tool_use_frames([("toolu_01", "Agent", task)], model=MODEL))
+    if "read both files" in text and not answered:
+        calls = [(f"toolu_read_{name}", "Read", {"file_path": path}) for name, path in READS]
+        return stream(anthropic_tool_use_frames(calls, model=MODEL))
     message_id = f"msg_{uuid.uuid4().hex}"
     thinking: list[str] = []
     if "task-notification" in text:
@@ -95,8 +100,10 @@ def _answer(request: Received) -> Reply:
         answer = f"<analysis>Short.</analysis>\n<summary>{SUMMARY}</summary>"
     elif SUBAGENT_TASK in text:
         answer = "Subagent report: three zebras."
-    elif any(part.get("type") == "tool_result" for part in parts):
-        answer = "The helper is counting the zebras."
+    elif answered:
+        answer = (
+            "Read them." if "toolu_read" in str(parts) else "The helper is counting the zebras."
+        )
     else:
         answer, thinking = "Zebras are striped.", ["Easy."]
     frames = anthropic_frames([answer], thinking=thinking, model=MODEL, message_id=message_id)
@@ -141,16 +148,21 @@ def _sdk(sdk: Sdk, home: Path, *args: str) -> Any:
 
 @pytest.fixture(scope="session")
 def claude_home(claude_sdk: Sdk, tmp_path_factory: pytest.TempPathFactory) -> ClaudeHome:
-    """Two sessions: one delegates to a subagent, is compacted, goes on, and is renamed and
-    tagged through the SDK; the other is a single question."""
+    """Three sessions: one delegates to a subagent, is compacted, goes on, and is renamed and
+    tagged through the SDK; one is a single question; one reads two files in one parallel turn
+    (two tool calls in one response, whose results the transcript forks)."""
     home = tmp_path_factory.mktemp("claude-home")
     workdir = home / "zoo"
     workdir.mkdir()
+    for name in ("stripes", "manes"):
+        (workdir / f"{name}.txt").write_text(f"{name} of the zebras\n")
+        READS.append((name, str(workdir / f"{name}.txt")))
     with serve(routed(_answer)) as server:
         main = _claude(claude_sdk, server.url, home, workdir, "-p", "please delegate")
         _claude(claude_sdk, server.url, home, workdir, "-p", "/compact", "--resume", main)
         _claude(claude_sdk, server.url, home, workdir, "-p", "and stripes?", "--resume", main)
         _claude(claude_sdk, server.url, home, workdir, "-p", "hello zebras")
+        _claude(claude_sdk, server.url, home, workdir, "-p", "read both files")
     _sdk(claude_sdk, home, "rename", str(workdir), main, "Zebra census", "zoo")
     (projects,) = (home / ".claude" / "projects").iterdir()
     return ClaudeHome(home, workdir, projects)
@@ -159,7 +171,7 @@ def claude_home(claude_sdk: Sdk, tmp_path_factory: pytest.TempPathFactory) -> Cl
 def _records(path: Path) -> dict[str, dict[str, Any]]:
     """A transcript's records that have a uuid, by uuid."""
     values = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    return {value["uuid"]: value for value in values if "uuid" in value}
+    return {v["uuid"]: v for v in values if isinstance(v, dict) and "uuid" in v}
 
 
 def _visible(record: dict[str, Any]) -> bool:
@@ -237,7 +249,9 @@ def test_the_sessions_hold_a_subagent_a_sidechain_and_a_compaction(
 
 def _main_transcript(claude_home: ClaudeHome) -> Path:
     """The session with the subagent and the compaction."""
-    return next(path for path in claude_home.projects.glob("*.jsonl") if _records(path).keys())
+    return next(
+        path for path in claude_home.projects.glob("*.jsonl") if path.with_suffix("").is_dir()
+    )
 
 
 @pytest.mark.parametrize("fraction", [0.1, 0.5, 0.93])
@@ -334,3 +348,45 @@ def test_agent_file_names_the_project_folders_the_sdk_looks_in(
     names = [agent_file(tmp_path, "claude-code", "s", {"cwd": cwd}).parent.name for cwd in cwds]
     assert names == expected
     assert len(expected[2]) > 200  # the long one is cut and hashed
+
+
+def test_a_parallel_turn_keeps_every_call_and_result_on_the_head_path(
+    claude_home: ClaudeHome, store: SessionStore
+) -> None:
+    store.import_claude_code(claude_home.projects)
+    (session,) = [info.id for info in store.sessions() if _reads(store, info.id)]
+    path = store.load_path(session)
+    kinds = [(turn.role, [block.kind for block in turn.blocks]) for turn in path]
+    assert kinds == [
+        ("user", ["text"]),
+        ("assistant", ["tool_call"]),
+        ("assistant", ["tool_call"]),
+        ("user", ["tool_result"]),
+        ("user", ["tool_result"]),
+        ("assistant", ["text"]),
+    ]
+    answered = store.read_only_query(
+        f"SELECT count(*) FROM tool_calls WHERE session_id = '{session}' "
+        "AND result_node_id IS NOT NULL"
+    ).rows[0][0]
+    assert answered == 2
+    assert store.session_info(session).branch_count == 1
+
+
+def _reads(store: SessionStore, session_id: str) -> bool:
+    sql = (
+        f"SELECT count(*) FROM tool_calls WHERE session_id = '{session_id}' AND tool_name = 'Read'"
+    )
+    return bool(store.read_only_query(sql).rows[0][0])
+
+
+def test_memstore_reads_the_shared_samples_as_the_sdk_does(
+    claude_sdk: Sdk, store: SessionStore, tmp_path: Path
+) -> None:
+    files = sorted((foreign_samples() / "claude-code").glob("*.jsonl"))
+    chains = _sdk(claude_sdk, tmp_path, "chain", *map(str, files))
+    for path, chain in zip(files, chains, strict=True):
+        store.import_claude_code(path)
+        records = _records(path)
+        head_path = [node.id for node in store.load_path_nodes(path.stem)]
+        assert [node for node in head_path if _visible(records[node])] == chain, path.name

@@ -58,6 +58,8 @@ class ClaudeCodeReader:
         self.title_rank = len(_TITLE_KEYS)
         self.main_head: str | None = None
         self.condensed_from: dict[str, str | None] = {}  # compact boundary -> the last node before
+        self.run_of: dict[str, str] = {}  # a response's records and results -> its message id
+        self.run_tip: dict[str, str] = {}  # a response's message id -> its last placed record
 
     def read(self, value: Any) -> Entry:
         """The entry one parsed line makes; Problem for a record that breaks the format."""
@@ -69,8 +71,9 @@ class ClaudeCodeReader:
             return Entry()
         entry_id = need(entry_id, str, '"uuid"')
         parent = need(value.get("parentUuid"), (str, type(None)), '"parentUuid"')
-        if entry_id in self.nodes:
-            return Entry()  # the same message again (a resumed session repeats some): kept as bytes
+        if entry_id in self.nodes:  # the same message again (a resumed session repeats some)
+            self._place_head(value, entry_id)  # where it is now, as the SDK's reader takes it
+            return Entry()
         anchor = self.tree.anchor_of_parent(entry_id, parent)
         self._facts(value)
         if kind not in _MESSAGE_TYPES or not isinstance(value.get("message"), dict):
@@ -78,6 +81,7 @@ class ClaudeCodeReader:
             if value.get("subtype") == "compact_boundary":
                 self.condensed_from[entry_id] = self._anchor(value.get("logicalParentUuid"))
             return Entry()
+        anchor = self._in_parallel_turn(value, entry_id, parent, anchor)
         condensed_from = self.condensed_from.get(parent) if parent is not None else None
         if condensed_from is None:  # older transcripts put it on the summary itself
             condensed_from = self._anchor(value.get("logicalParentUuid"))
@@ -87,14 +91,38 @@ class ClaudeCodeReader:
         if value.get("isSidechain"):
             self.sidechain_nodes += 1
             self.facts.meta["sidechainNodes"] = self.sidechain_nodes
-        if not value.get("isMeta") and not value.get("teamName"):
-            # The head is the last main-chain message; a subagent's transcript, all sidechain,
-            # ends at its last message (as the SDK picks its leaf).
-            if not value.get("isSidechain"):
-                self.main_head = entry_id
-            self.facts.head = self.main_head or entry_id
+        self._place_head(value, entry_id)
         created = epoch_ms(value.get("timestamp"))
         return Entry(entry_id, anchor, created, checked_turn(turn), usage)
+
+    def _place_head(self, value: dict[str, Any], entry_id: str) -> None:
+        """The head is the last main-chain message; a subagent's transcript, all sidechain,
+        ends at its last message (as the SDK picks its leaf)."""
+        if value.get("isMeta") or value.get("teamName"):
+            return
+        if not value.get("isSidechain"):
+            self.main_head = entry_id
+        self.facts.head = self.main_head or entry_id
+
+    def _in_parallel_turn(
+        self, value: dict[str, Any], entry_id: str, parent: str | None, anchor: str | None
+    ) -> str | None:
+        """The node a message hangs from, given the parallel turns so far. Claude Code writes
+        one assistant record per part of a response, chained, and each tool result under its
+        own call's record, so a response with several calls forks; the SDK's reader puts the
+        results back after the response's last part, and so does this: a result under a part
+        of a response hangs from the last record placed in that response's run."""
+        message = value["message"]
+        if value.get("type") == "assistant" and isinstance(message.get("id"), str):
+            self.run_of[entry_id] = message["id"]
+            self.run_tip[message["id"]] = entry_id
+            return anchor
+        if parent not in self.run_of or not _is_tool_result(message):
+            return anchor
+        response = self.run_of[parent]
+        self.run_of[entry_id] = response
+        anchor, self.run_tip[response] = self.run_tip[response], entry_id
+        return anchor
 
     def _anchor(self, entry_id: Any) -> str | None:
         """The node at or nearest above an entry (None for an unknown one)."""
@@ -166,6 +194,14 @@ def _block(part: Any) -> dict[str, Any]:
             data = need(source.get("data"), str, "image data")
             return {"kind": "image", "mediaType": media, "dataBase64": data}
     raise Problem("not a content block memstore maps")
+
+
+def _is_tool_result(message: dict[str, Any]) -> bool:
+    """Whether a message carries a tool result."""
+    content = message.get("content")
+    return isinstance(content, list) and any(
+        isinstance(part, dict) and part.get("type") == "tool_result" for part in content
+    )
 
 
 def _output(content: Any) -> Any:
