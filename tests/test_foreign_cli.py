@@ -183,7 +183,7 @@ def test_sessions_search_and_views_name_each_sessions_agent(
     assert code == 0
     assert {item["id"]: item["agent"] for item in json.loads(stdout)} == expected
     code, stdout, _ = invoke(database_url, "search", "--json", "zebras")
-    assert {(hit["session_id"], hit["agent"]) for hit in json.loads(stdout)} == hits
+    assert {(hit["sessionId"], hit["agent"]) for hit in json.loads(stdout)} == hits
     code, stdout, _ = invoke(database_url, "sessions")
     assert "agent" in stdout
     assert "claude-" in stdout  # the column may wrap "claude-code" on a narrow terminal
