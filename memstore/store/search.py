@@ -12,6 +12,7 @@ own, and the query word becomes a phrase of them, found with a second index of t
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -19,9 +20,9 @@ from typing import Any
 from sqlalchemy import ColumnElement, Select, func, literal_column, select, text
 
 from memstore.errors import InvalidArgumentError, InvalidSessionIdError
-from memstore.store.plans import Plan
+from memstore.store.plans import NATIVE_AGENT, Plan, agent_of
 from memstore.store.rows import UNSPACED, search_chars, storable
-from memstore.store.tables import nodes, nodes_fts, nodes_fts_chars
+from memstore.store.tables import nodes, nodes_fts, nodes_fts_chars, sessions
 from memstore.types import is_storable_text
 
 __all__ = ["SearchHit", "fts5_query", "search", "text_snippet"]
@@ -43,6 +44,8 @@ class SearchHit:
     created_at: int
     snippet: str
     rank: float
+    agent: str = NATIVE_AGENT
+    """Which agent wrote the session: `memstore`, or `pi` / `claude-code` for imported files."""
 
 
 def fts5_query(query: str) -> str:
@@ -179,7 +182,7 @@ def search(
     if unspaced:
         rows = yield _phrase_search(dialect, words, unspaced, session_id, limit)
         terms = words + unspaced
-        return [
+        found = [
             SearchHit(
                 row.session_id,
                 row.node_id,
@@ -190,8 +193,20 @@ def search(
             )
             for row in rows
         ]
+        return (yield from _with_agents(found))
     statement = _postgres_search(query) if dialect == "postgresql" else _sqlite_search(query)
     if session_id is not None:
         statement = statement.where(nodes.c.session_id == session_id)
     statement = statement.order_by(text("rank DESC"), nodes.c.pk).limit(limit)
-    return [SearchHit(**row._mapping) for row in (yield statement)]
+    hits = [SearchHit(**row._mapping) for row in (yield statement)]
+    return (yield from _with_agents(hits))
+
+
+def _with_agents(hits: list[SearchHit]) -> Plan[list[SearchHit]]:
+    """The hits, each naming the agent its session came from."""
+    if not hits:
+        return hits
+    ids = sorted({hit.session_id for hit in hits})
+    rows = yield select(sessions.c.id, sessions.c.meta).where(sessions.c.id.in_(ids))
+    agents = {row.id: agent_of(row.meta) for row in rows}
+    return [dataclasses.replace(hit, agent=agents[hit.session_id]) for hit in hits]
