@@ -42,7 +42,10 @@ class Browser:
     """One headless Chromium with one page; `problems` gathers console errors and exceptions."""
 
     def __init__(self) -> None:
-        self._profile = tempfile.TemporaryDirectory(prefix="memstore-chromium-")
+        # Chromium's helper processes may still write to the profile as it is removed.
+        self._profile = tempfile.TemporaryDirectory(
+            prefix="memstore-chromium-", ignore_cleanup_errors=True
+        )
         to_browser, self._send_fd = _high(os.pipe())
         self._read_fd, from_browser = _high(os.pipe())
         command = [
