@@ -3,8 +3,8 @@ holds the words of such scripts with each of their characters a word of its own,
 phrase queries (SQLite: the contentless FTS5 table `nodes_fts_chars`, filled by the store, kept by
 triggers on delete and update; PostgreSQL: a partial GIN expression index).
 
-Revision ID: 0012
-Revises: 0011
+Revision ID: 0014
+Revises: 0013
 Create Date: 2026-12-04
 """
 
