@@ -22,6 +22,7 @@ from memstore.store.engine import (
     BUSY_TIMEOUT_SECONDS,
     DEFAULT_URL,
     WRITE,
+    configure_postgresql,
     configure_sqlite,
     create_store_engine,
     parse_url,
@@ -63,6 +64,8 @@ def create_async_store_engine(url: str | URL = DEFAULT_URL, **kwargs: Any) -> As
     engine = create_async_engine(parsed, **kwargs)
     if sqlite:
         configure_sqlite(engine.sync_engine)
+    else:
+        configure_postgresql(engine.sync_engine)
     return engine
 
 
@@ -176,7 +179,7 @@ class AsyncSessionStore:
         self, session_id: str, leaf: str | None = None, *, last: int | None = None
     ) -> list[SessionNode]:
         """See `SessionStore.load_path_nodes`."""
-        plan = plans.load_path_nodes(session_id, leaf, last)
+        plan = plans.load_path_nodes(self.dialect, session_id, leaf, last)
         return await self._run(plan, write=False, action="loading a path")
 
     async def head(self, session_id: str) -> str | None:
@@ -236,7 +239,7 @@ class AsyncSessionStore:
         clock: Clock | None = None,
     ) -> compaction.CompactionResult:
         """See `SessionStore.compact_session`."""
-        read = compaction.read_head_path(session_id)
+        read = compaction.read_head_path(self.dialect, session_id)
         head, path = await self._run(read, write=False, action=f"reading session {session_id!r}")
         draft = await compaction.draft_branch(
             session_id, head, path, model_card, invoker, policy, clock

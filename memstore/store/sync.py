@@ -166,7 +166,7 @@ class SessionStore:
         self, session_id: str, leaf: str | None = None, *, last: int | None = None
     ) -> list[SessionNode]:
         """Like `load_path`, but the nodes (ids, parents, times) rather than only the turns."""
-        plan = plans.load_path_nodes(session_id, leaf, last)
+        plan = plans.load_path_nodes(self.dialect, session_id, leaf, last)
         return self._run(plan, write=False, action="loading a path")
 
     def head(self, session_id: str) -> str | None:
@@ -250,7 +250,7 @@ class SessionStore:
             CondensationError: the model could not produce a summary; nothing was written.
             HeadMovedError: another writer moved the head meanwhile; nothing was written.
         """
-        read = compaction.read_head_path(session_id)
+        read = compaction.read_head_path(self.dialect, session_id)
         head, path = self._run(read, write=False, action=f"reading session {session_id!r}")
         draft = asyncio.run(
             compaction.draft_branch(session_id, head, path, model_card, invoker, policy, clock)
