@@ -96,6 +96,11 @@ class Plans:
         finally:
             self._set("auto_explain.log_min_duration", -1)
 
+    def analyze(self) -> None:
+        """ANALYZE the store's tables (only this test's: a database-wide ANALYZE would wait on
+        other tests' schemas)."""
+        self.sql(f"ANALYZE {', '.join(('sessions', *TABLES))}")
+
     def sql(self, statement: str) -> None:
         with self.engine.begin() as connection:
             connection.exec_driver_sql(statement)
@@ -167,7 +172,7 @@ def test_appends_and_walks_look_nodes_up_by_index(
     for node in nodes[:20]:  # the planner meets the tables small, on this connection
         plans.store.append_node("s", node)
     if analyzed_small:
-        plans.sql("ANALYZE")
+        plans.analyze()
     for node in nodes[20:30]:
         plans.store.append_node("s", node)
     for size in (500, SIZE):  # a few hundred nodes is where the planner's choices used to tie
@@ -183,7 +188,7 @@ def test_a_new_session_imports_into_an_analyzed_database_by_index(
     plans: Plans, tmp_path: Path
 ) -> None:
     plans.store.import_jsonl(write_jsonl(tmp_path / "old.jsonl", chain("old", SIZE)))
-    plans.sql("ANALYZE")
+    plans.analyze()
     nodes = chain("s", SIZE + 10)
     with plans.recording():
         plans.store.import_jsonl(write_jsonl(tmp_path / "s.jsonl", nodes[:SIZE]))
