@@ -16,6 +16,7 @@ from memstore.condense import (
     summarize,
 )
 from memstore.errors import (
+    AmbiguousNodeError,
     BrokenLineageError,
     CondensationError,
     DatabaseError,
@@ -113,6 +114,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "SUMMARY_HEADING",
     "AgentConfig",
+    "AmbiguousNodeError",
     "AsyncSessionHandle",
     "AsyncSessionStore",
     "Block",
