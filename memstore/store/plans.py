@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any, Protocol, TypeAlias, TypeVar, cast
 
 from sqlalchemy import (
@@ -335,16 +336,20 @@ def load_session(session_id: str) -> Plan[SessionGraph]:
     return SessionGraph.hydrate(session_id, nodes_from_rows(rows), head)
 
 
-def _path_query(dialect: str, session_id: str, leaf: str, limit: int | None) -> Select[Any]:
-    """Walk parent links from `leaf` towards the root (at most `limit` nodes), root first.
+def _path_query(dialect: str) -> Select[Any]:
+    """Walk parent links from `:leaf` towards the root (at most `:limit` nodes), giving each
+    node's row and depth (1: the leaf), in no particular order.
 
     Each step looks one node up by its key. On PostgreSQL the step is a LATERAL subquery with
     LIMIT 1, which the planner must run once per node (an index lookup): as a plain join it may
     pick a hash join, reading the whole session once per step, when its statistics are stale.
+    The caller sorts by depth: a sort in the database would copy every turn once more (to disk,
+    past `work_mem`), where the rows come out of the walk nearly in order already.
     """
+    session_id: Any = bindparam("session_id")
     columns = (nodes.c.id, nodes.c.parent_id, nodes.c.turn_json, nodes.c.created_at)
     start = select(*columns, literal(1).label("depth")).where(
-        nodes.c.session_id == session_id, nodes.c.id == leaf
+        nodes.c.session_id == session_id, nodes.c.id == bindparam("leaf")
     )
     path = start.cte("path", recursive=True)
     parent: Any
@@ -365,12 +370,13 @@ def _path_query(dialect: str, session_id: str, leaf: str, limit: int | None) -> 
             parent.c.created_at,
             (path.c.depth + 1).label("depth"),
         ).where(parent.c.session_id == session_id, parent.c.id == path.c.parent_id)
-    if limit is not None:
-        step = step.where(path.c.depth < limit)
-    path = path.union_all(step)
-    return select(path.c.id, path.c.parent_id, path.c.turn_json, path.c.created_at).order_by(
-        path.c.depth.desc()
-    )
+    path = path.union_all(step.where(path.c.depth < bindparam("limit")))
+    return select(path.c.id, path.c.parent_id, path.c.turn_json, path.c.created_at, path.c.depth)
+
+
+_PATHS = {dialect: Prepared(_path_query(dialect)) for dialect in ("postgresql", "sqlite")}
+_NO_LIMIT = 2**31 - 1
+_DEPTH = 4  # the depth's column in a row of `_PATHS`
 
 
 def _starts_on_tool_result(turn: Turn) -> bool:
@@ -391,9 +397,11 @@ def load_path_nodes(
             return []
     if last == 0:
         return []
-    path = nodes_from_rows(
-        (yield _path_query(dialect, lookup_id(session_id), lookup_id(leaf), last))
-    )
+    walk = _PATHS["postgresql" if dialect == "postgresql" else "sqlite"]
+    limit = _NO_LIMIT if last is None else min(last, _NO_LIMIT)
+    key = {"session_id": lookup_id(session_id), "leaf": lookup_id(leaf), "limit": limit}
+    rows = sorted((yield walk, key), key=itemgetter(_DEPTH), reverse=True)  # root first
+    path = nodes_from_rows(rows)
     if not path:
         raise UnknownNodeError(session_id, leaf)
     while path[0].parent is not None and _starts_on_tool_result(path[0].turn):

@@ -63,6 +63,22 @@ def drive(plan: Plan[T], connection: Connection) -> T:
         return done.value  # type: ignore[no-any-return]
 
 
+@contextmanager
+def transaction(engine: Engine, *, write: bool) -> Iterator[Connection]:
+    """A connection inside one transaction; writing ones take SQLite's write lock at once."""
+    with engine.connect() as connection:
+        if write:
+            connection.execution_options(**{WRITE: True})
+        with connection.begin():
+            yield connection
+
+
+def run(engine: Engine, plan: Plan[T], *, write: bool, action: str) -> T:
+    """Run a plan in one transaction, with database errors translated (naming `action`)."""
+    with translate_database_errors(action), transaction(engine, write=write) as connection:
+        return drive(plan, connection)
+
+
 class SessionStore:
     """Branchable session DAGs in a SQL database (SQLite by default, or PostgreSQL).
 
@@ -114,15 +130,11 @@ class SessionStore:
     @contextmanager
     def transaction(self, *, write: bool) -> Iterator[Connection]:
         """A connection inside one transaction; writing ones take SQLite's write lock at once."""
-        with self.engine.connect() as connection:
-            if write:
-                connection.execution_options(**{WRITE: True})
-            with connection.begin():
-                yield connection
+        with transaction(self.engine, write=write) as connection:
+            yield connection
 
     def _run(self, plan: Plan[T], *, write: bool, action: str) -> T:
-        with translate_database_errors(action), self.transaction(write=write) as connection:
-            return drive(plan, connection)
+        return run(self.engine, plan, write=write, action=action)
 
     def append_node(
         self, session_id: str, node: SessionNode, *, expected_head: str | Unset | None = UNSET
