@@ -205,7 +205,7 @@ def test_a_chunked_compaction_counts_every_call_and_warns_when_it_still_overflow
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert "more than the window of 2000" in done.stderr
-    condensed = path[: result["condensed_turns"]]
+    condensed = path[: result["condensedTurns"]]
     calls = sum(b["kind"] == "tool_call" for node in condensed for b in node["turn"]["blocks"])
     summary = json.loads(memstore(large, "show", "large-session", "--json").stdout)[0]
     text = summary["turn"]["blocks"][0]["text"]
