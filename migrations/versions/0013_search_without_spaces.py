@@ -3,8 +3,8 @@ holds the words of such scripts with each of their characters a word of its own,
 phrase queries (SQLite: the contentless FTS5 table `nodes_fts_chars`, filled by the store, kept by
 triggers on delete and update; PostgreSQL: a partial GIN expression index).
 
-Revision ID: 0014
-Revises: 0013
+Revision ID: 0013
+Revises: 0012
 Create Date: 2026-12-04
 """
 
@@ -15,8 +15,8 @@ from alembic import op
 
 from memstore.store.rows import search_chars
 
-revision: str = "0014"
-down_revision: str | None = "0013"
+revision: str = "0013"
+down_revision: str | None = "0012"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
