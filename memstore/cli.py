@@ -14,25 +14,25 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import DownloadColumn, Progress, TaskID, TextColumn
 from rich.table import Table
 
-from memstore import jsjson
+from memstore import __version__
+from memstore._package import DISTRIBUTION
 from memstore.errors import MemstoreError, OutputFileError
-from memstore.graph import SessionGraph
-from memstore.jsonl import FILE_NAME_LIMIT, export_file, export_files
-from memstore.render import render_html, render_markdown
-from memstore.store import DEFAULT_URL, SessionInfo, SessionStore
-from memstore.store.files import STDOUT, atomic_text_file, is_stream_target
-from memstore.store.migrate import head_revision
-from memstore.store.transfer import FileImport, import_targets
-from memstore.terminal import format_time, render_transcript, render_tree
-from memstore.types import CompactionPolicy, ModelCard, ModelInvoker
+from memstore.store import DEFAULT_URL
+
+if TYPE_CHECKING:
+    from rich.progress import TaskID
+
+    from memstore.graph import SessionGraph
+    from memstore.store import SessionInfo, SessionStore
+    from memstore.store.transfer import FileImport
+    from memstore.types import ModelInvoker
 
 __all__ = ["app", "main"]
 
@@ -44,6 +44,7 @@ app = typer.Typer(
     help="A memory LLM agents can trust: branchable sessions in SQLite or PostgreSQL.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode="markdown",  # a docstring's lines join into paragraphs, as in `--help`'s tests
 )
 db_app = typer.Typer(help="Create, upgrade or inspect the database schema.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
@@ -75,6 +76,8 @@ def friendly_errors(command: Callable[P, R]) -> Callable[P, R]:
 
 def open_store(ctx: typer.Context, *, auto_migrate: bool = True) -> SessionStore:
     """The store named by `--db` / MEMSTORE_DB."""
+    from memstore.store import SessionStore
+
     settings: Settings = ctx.obj
     return SessionStore(settings.db, auto_migrate=auto_migrate)
 
@@ -95,6 +98,12 @@ def emit_json(value: Any) -> None:
     print(json.dumps(value, ensure_ascii=False, indent=2))
 
 
+def _print_version(requested: bool) -> None:
+    if requested:
+        print(f"memstore {__version__} (the {DISTRIBUTION} distribution)")
+        raise typer.Exit()
+
+
 @app.callback()
 def options(
     ctx: typer.Context,
@@ -107,6 +116,12 @@ def options(
             show_default=True,
         ),
     ] = DEFAULT_URL,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
 ) -> None:
     """A memory LLM agents can trust: branchable sessions in SQLite or PostgreSQL."""
     ctx.obj = Settings(db=db)
@@ -143,6 +158,8 @@ def db_current(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Show the schema revision of the database and the newest one memstore knows."""
+    from memstore.store.migrate import head_revision
+
     with open_store(ctx, auto_migrate=False) as store:
         current, head = store.schema_revision(), head_revision()
     if as_json:
@@ -172,6 +189,8 @@ def import_files(
     Importing a file again adds only what it gained since; a file whose imported part changed
     is refused. A bad file is reported and skipped; the exit status is 1 if any was.
     """
+    from memstore.store.transfer import import_targets
+
     with friendly_store(ctx) as store:
         targets = [target for path in paths for target in import_targets(path, session)]
         reports, failures = _import_with_progress(store, targets, verify, keep_mismatched)
@@ -188,6 +207,8 @@ def import_files(
 def _import_with_progress(
     store: SessionStore, targets: list[tuple[Path, str]], verify: bool, keep_mismatched: bool
 ) -> tuple[list[FileImport], list[str]]:
+    from rich.progress import DownloadColumn, Progress, TextColumn
+
     reports: list[FileImport] = []
     failures: list[str] = []
     columns = (*Progress.get_default_columns(), DownloadColumn(), TextColumn("{task.fields[n]}"))
@@ -244,6 +265,9 @@ class ExportFormat(enum.StrEnum):
 
 
 def _export_one(store: SessionStore, session_id: str, target: Path, form: ExportFormat) -> str:
+    from memstore.render import render_html, render_markdown
+    from memstore.store.files import atomic_text_file
+
     if form is ExportFormat.JSONL:
         return f"{store.export_jsonl(session_id, target)} lines"
     graph = _load_existing(store, session_id)
@@ -287,6 +311,9 @@ def export(
 
     A regular file is replaced only once the export is complete, keeping its permissions.
     """
+    from memstore.jsonl import export_file, export_files
+    from memstore.store.files import is_stream_target
+
     if all_sessions == (session is not None):
         raise typer.BadParameter("name one SESSION, or pass --all")
     suffix = f".{form.value}"
@@ -306,6 +333,8 @@ def export(
 
 def _export_directory(output: Path | None) -> Path:
     """The directory `export --all` writes into; a file or stream there is one line and exit 1."""
+    from memstore.store.files import STDOUT
+
     root = output or Path(".")
     if str(root) == STDOUT or (root.exists() and not root.is_dir()):
         raise OutputFileError(
@@ -316,6 +345,8 @@ def _export_directory(output: Path | None) -> Path:
 
 
 def _renamed(session_id: str, suffix: str) -> str:
+    from memstore.jsonl import FILE_NAME_LIMIT
+
     if len(f"{session_id}{suffix}".encode()) > FILE_NAME_LIMIT:
         return " (the id is too long for a file name)"
     return " (another session's file has this name where case or accents are ignored)"
@@ -329,6 +360,8 @@ def list_sessions(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """List sessions, most recently updated first."""
+    from memstore.terminal import format_time
+
     with friendly_store(ctx) as store:
         infos = store.sessions(tag=tag, limit=limit)
     if as_json:
@@ -373,6 +406,8 @@ def tree(
     as_json: Annotated[bool, typer.Option("--json", help="Print nodes as JSON.")] = False,
 ) -> None:
     """Draw a session's DAG: its branches, the head marked, each turn on one line."""
+    from memstore.terminal import render_tree
+
     with friendly_store(ctx) as store:
         graph = _load_existing(store, session)
     if as_json:
@@ -391,6 +426,9 @@ def show(
     as_json: Annotated[bool, typer.Option("--json", help="Print the nodes as JSON.")] = False,
 ) -> None:
     """Print the transcript of one path of a session (root to the head, or to --leaf)."""
+    from memstore import jsjson
+    from memstore.terminal import render_transcript
+
     with friendly_store(ctx) as store:
         store.session_info(session)  # raises UnknownSessionError
         nodes = store.load_path_nodes(session, leaf, last=last)
@@ -409,6 +447,8 @@ def search(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Full-text search over text, thinking, tool calls and results, on every branch."""
+    from memstore.terminal import format_time
+
     with friendly_store(ctx) as store:
         hits = store.search(query, session_id=session, limit=limit)
     if as_json:
@@ -510,6 +550,8 @@ def compact(
 
     The old branch stays in place; the head moves to the new branch.
     """
+    from memstore.types import CompactionPolicy, ModelCard
+
     card = ModelCard(id=model, context_window=window, max_output_tokens=max_output)
     with friendly_store(ctx) as store:
         chosen = _invoker(invoker, model, base_url)

@@ -8,6 +8,8 @@ transactions so that two writers never deadlock on a lock upgrade.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy import Engine, event
@@ -15,11 +17,19 @@ from sqlalchemy import create_engine as sa_create_engine
 from sqlalchemy.engine import URL, Connection, make_url
 from sqlalchemy.exc import ArgumentError
 
+from memstore._package import install_hint
 from memstore.errors import StoreError
+from memstore.store import DEFAULT_URL
 
-__all__ = ["DEFAULT_URL", "WRITE", "configure_sqlite", "create_store_engine", "parse_url"]
+__all__ = [
+    "DEFAULT_URL",
+    "WRITE",
+    "configure_sqlite",
+    "create_store_engine",
+    "driver_installed",
+    "parse_url",
+]
 
-DEFAULT_URL = "sqlite:///memstore.db"
 BUSY_TIMEOUT_SECONDS = 60.0
 WRITE = "memstore_write"
 """Execution option that makes a SQLite transaction take the write lock when it begins."""
@@ -69,13 +79,26 @@ def refuse_memory_sqlite(url: URL) -> None:
         raise StoreError("an in-memory SQLite database cannot be shared; use a file path")
 
 
+@contextmanager
+def driver_installed(url: URL) -> Iterator[None]:
+    """Turn a missing database driver into a StoreError that says which packages to install."""
+    try:
+        yield
+    except ImportError as exc:
+        extra = "postgres" if url.get_backend_name() == "postgresql" else "async"
+        raise StoreError(
+            f"{url.drivername} needs the {extra!r} extra: {install_hint(extra)} ({exc})"
+        ) from exc
+
+
 def create_store_engine(url: str | URL = DEFAULT_URL, **kwargs: Any) -> Engine:
     """A sync engine for the store; `sqlite://` and `postgresql://` pick memstore's drivers."""
     parsed = parse_url(url, SYNC_DRIVERS)
     if parsed.get_backend_name() == "sqlite":
         kwargs.setdefault("connect_args", {}).setdefault("timeout", BUSY_TIMEOUT_SECONDS)
         refuse_memory_sqlite(parsed)
-    engine = sa_create_engine(parsed, **kwargs)
+    with driver_installed(parsed):
+        engine = sa_create_engine(parsed, **kwargs)
     if parsed.get_backend_name() == "sqlite":
         configure_sqlite(engine)
     return engine
