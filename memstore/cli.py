@@ -10,6 +10,8 @@ import dataclasses
 import enum
 import functools
 import json
+import signal
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -31,7 +33,8 @@ if TYPE_CHECKING:
 
     from memstore.graph import SessionGraph
     from memstore.store import SessionInfo, SessionStore
-    from memstore.store.transfer import FileImport
+    from memstore.store.transfer import FileImport, ImportReport
+    from memstore.store.transfer import Progress as ImportProgress
     from memstore.types import ModelInvoker
 
 __all__ = ["app", "main"]
@@ -169,31 +172,105 @@ def db_current(
         out.print(f"revision {current or 'none (empty database)'}: {state}")
 
 
+class ImportSource(enum.StrEnum):
+    """Which kind of session file `memstore import` reads."""
+
+    JSONL = "jsonl"
+    PI = "pi"
+    CLAUDE_CODE = "claude-code"
+    AUTO = "auto"
+
+
+@dataclass
+class _Importer:
+    """Imports one file at a time from one kind of source, with the command's options."""
+
+    store: SessionStore
+    source: ImportSource
+    session: str | None
+    verify: bool
+    keep_mismatched: bool
+
+    def targets(self, path: Path) -> list[tuple[Path, str | None]]:
+        """The files (and, for one legacy file, its session id) an import of `path` covers."""
+        from memstore.foreign import foreign_files
+        from memstore.store.transfer import import_targets
+
+        if self.source is ImportSource.JSONL:
+            return list(import_targets(path, self.session))
+        return [(file, None) for file in foreign_files(path)]
+
+    def run(self, file: Path, session_id: str | None, progress: ImportProgress) -> ImportReport:
+        """Import one file (its own transaction)."""
+        if self.source is ImportSource.JSONL:
+            return self.store.import_jsonl(
+                file,
+                session_id=session_id,
+                verify=self.verify,
+                keep_mismatched=self.keep_mismatched,
+                progress=progress,
+            )
+        return self.store.import_foreign(file, agent=self.source.value, progress=progress)
+
+
 @app.command("import")
 def import_files(
     ctx: typer.Context,
-    paths: Annotated[list[Path], typer.Argument(help="JSONL files or directories of them.")],
+    paths: Annotated[
+        list[Path],
+        typer.Argument(help="Session files, or directories of them.", show_default=False),
+    ],
+    source: Annotated[
+        ImportSource,
+        typer.Option(
+            "--from",
+            help="jsonl: memstore's legacy JSONL files; pi: pi coding-agent sessions "
+            "(~/.pi/agent/sessions); claude-code: Claude Code transcripts (~/.claude/projects), "
+            "subagents included; auto: pi or Claude Code, told per file. Directories are read "
+            "recursively, except for jsonl.",
+        ),
+    ] = ImportSource.JSONL,
     session: Annotated[
-        str | None, typer.Option(help="Session id for a single file (default: its name).")
+        str | None,
+        typer.Option(help="Session id for a single legacy file (default: its name)."),
     ] = None,
     verify: Annotated[
-        bool, typer.Option(help="Check that every node id is its content hash.")
+        bool, typer.Option(help="Check that every node id is its content hash (jsonl).")
     ] = True,
     keep_mismatched: Annotated[
-        bool, typer.Option(help="Import nodes whose id is not their hash, with a warning.")
+        bool, typer.Option(help="Import nodes whose id is not their hash, with a warning (jsonl).")
     ] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    watch: Annotated[
+        bool,
+        typer.Option(
+            "--watch",
+            help="Keep going: import new and grown files under PATHS as agents write them, "
+            "until interrupted (Ctrl-C).",
+        ),
+    ] = False,
+    interval: Annotated[
+        float, typer.Option(help="With --watch, seconds between looks at the files.", min=0.05)
+    ] = 1.0,
+    as_json: Annotated[
+        bool,
+        typer.Option("--json", help="Print the report as JSON (with --watch: a line per file)."),
+    ] = False,
 ) -> None:
-    """Import legacy JSONL session files (each file is one session, all or nothing).
+    """Import session files: memstore's legacy JSONL, or pi's and Claude Code's.
 
-    Importing a file again adds only what it gained since; a file whose imported part changed
-    is refused. A bad file is reported and skipped; the exit status is 1 if any was.
+    Each file is one session, imported all or nothing. Importing a file again adds only what it
+    gained since; a file whose imported part changed is refused. A bad file is reported and
+    skipped; the exit status is 1 if any was.
     """
-    from memstore.store.transfer import import_targets
-
+    if session is not None and (watch or source is not ImportSource.JSONL):
+        raise typer.BadParameter("--session names one legacy file's session (--from jsonl)")
     with friendly_store(ctx) as store:
-        targets = [target for path in paths for target in import_targets(path, session)]
-        reports, failures = _import_with_progress(store, targets, verify, keep_mismatched)
+        importer = _Importer(store, source, session, verify, keep_mismatched)
+        if watch:
+            _watch(importer, paths, interval, as_json)
+            return
+        targets = [target for path in paths for target in importer.targets(path)]
+        reports, failures = _import_with_progress(importer, targets)
     if as_json:
         emit_json({"files": [_import_json(item) for item in reports], "errors": failures})
     else:
@@ -205,34 +282,77 @@ def import_files(
 
 
 def _import_with_progress(
-    store: SessionStore, targets: list[tuple[Path, str]], verify: bool, keep_mismatched: bool
+    importer: _Importer, targets: list[tuple[Path, str | None]]
 ) -> tuple[list[FileImport], list[str]]:
+    """Import each file behind a progress bar (bytes and records); a failure is noted and the
+    next file imported."""
     from rich.progress import DownloadColumn, Progress, TextColumn
 
     reports: list[FileImport] = []
     failures: list[str] = []
     columns = (*Progress.get_default_columns(), DownloadColumn(), TextColumn("{task.fields[n]}"))
-    with Progress(*columns, console=err, transient=True) as progress:
+    # Off the terminal (a log, a pipe) the bar would only leave a blank line behind.
+    with Progress(*columns, console=err, transient=True, disable=not err.is_terminal) as progress:
         for file, session_id in targets:
-            task = progress.add_task(file.name, total=file.stat().st_size, n="")
+            try:
+                size = file.stat().st_size
+            except OSError as exc:
+                failures.append(f"{file}: {exc.strerror or exc}")
+                continue
+            task = progress.add_task(file.name, total=size, n="")
 
             def advance(done: int, records: int, task: TaskID = task) -> None:
                 progress.update(task, completed=done, n=f"{records} records")
 
             try:
-                report = store.import_jsonl(
-                    file,
-                    session_id=session_id,
-                    verify=verify,
-                    keep_mismatched=keep_mismatched,
-                    progress=advance,
-                )
+                report = importer.run(file, session_id, advance)
             except MemstoreError as exc:
                 failures.append(str(exc))
             else:
                 reports.extend(report.files)
             progress.remove_task(task)
     return reports, failures
+
+
+def _watch(importer: _Importer, paths: list[Path], interval: float, as_json: bool) -> None:
+    """Import what is there, then new and grown files as they appear, until interrupted."""
+    from memstore.watch import FileWatcher, watch
+
+    for path in paths:
+        if not path.exists():
+            raise typer.BadParameter(f"{path} does not exist", param_hint="PATHS")
+    recursive = importer.source is not ImportSource.JSONL
+    watcher = FileWatcher(paths, recursive=recursive)
+
+    def on_change(files: list[Path]) -> None:
+        reports, failures = _import_with_progress(importer, [(file, None) for file in files])
+        for item in reports:
+            if as_json:
+                print(json.dumps(_import_json(item), ensure_ascii=False), flush=True)
+            elif not item.unchanged:
+                out.print(_import_line(item), soft_wrap=True)
+        for failure in failures:
+            err.print(f"[red]error:[/red] {escape(failure)}", soft_wrap=True)
+
+    shown = ", ".join(str(path) for path in paths)
+    err.print(f"watching {escape(shown)} (every {interval:g} s); Ctrl-C stops", soft_wrap=True)
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        watch(watcher, on_change, interval=interval, stop=threading.Event())
+    except KeyboardInterrupt:
+        err.print("stopped watching")
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    """SIGTERM stops a watch as Ctrl-C does (between transactions or rolling one back)."""
+    raise KeyboardInterrupt
+
+
+def _import_line(item: FileImport) -> str:
+    notes = "".join(f"; {escape(warning)}" for warning in item.warnings)
+    return f"{escape(item.session_id)}: +{item.records} records, +{item.nodes} nodes{notes}"
 
 
 def _import_json(item: FileImport) -> dict[str, Any]:

@@ -27,8 +27,11 @@ __all__ = [
     "SessionFacts",
     "UsageRow",
     "detect_agent",
+    "foreign_files",
+    "foreign_target",
     "foreign_targets",
     "new_reader",
+    "sniff_agent",
 ]
 
 _SNIFF_LINES = 20
@@ -53,12 +56,8 @@ def new_reader(agent: str) -> ForeignReader:
     raise ValueError(f"unknown agent {agent!r}; expected one of {', '.join(AGENTS)}")
 
 
-def detect_agent(path: Path) -> str:
-    """Which agent wrote a session file, from its first lines.
-
-    Raises:
-        JsonlError: the file is neither a pi session nor a Claude Code transcript.
-    """
+def sniff_agent(path: Path) -> str | None:
+    """Which agent wrote a session file, from its first lines; None when they do not tell."""
     with path.open("rb") as file:
         for line in itertools.islice(read_lines(file), _SNIFF_LINES):
             try:
@@ -69,29 +68,60 @@ def detect_agent(path: Path) -> str:
                 return "pi"
             if isinstance(value, dict) and looks_like_claude_code(value):
                 return "claude-code"
-    raise JsonlError(path, None, "neither a pi session nor a Claude Code transcript")
+    return None
+
+
+def detect_agent(path: Path) -> str:
+    """Which agent wrote a session file, from its first lines.
+
+    Raises:
+        JsonlError: the file is neither a pi session nor a Claude Code transcript.
+    """
+    found = sniff_agent(path)
+    if found is None:
+        raise JsonlError(path, None, "neither a pi session nor a Claude Code transcript")
+    return found
+
+
+def foreign_files(path: Path) -> list[Path]:
+    """The files an import of `path` reads: the file, or every `*.jsonl` under a directory
+    (recursively, sorted).
+
+    Raises:
+        JsonlError: `path` does not exist.
+    """
+    if path.is_dir():
+        return sorted(item for item in path.rglob("*.jsonl") if item.is_file())
+    if path.is_file():
+        return [path]
+    raise JsonlError(path, None, "no such file or directory")
 
 
 def foreign_targets(path: Path, agent: str = "auto") -> list[ForeignTarget]:
-    """The files an import of `path` covers: the file, or every `*.jsonl` under a directory
-    (recursively), each with its agent (`auto`: detected per file) and session id.
-
-    A session's id is its file name's stem; a Claude Code subagent transcript
-    (`<session>/subagents/agent-<id>.jsonl`) becomes `<session>~agent-<id>`.
-    """
+    """The files an import of `path` covers (see `foreign_files`), each with its agent
+    (`auto`: detected per file) and session id (see `foreign_target`)."""
     if agent != "auto":
         new_reader(agent)  # checks the name
-    if path.is_dir():
-        files = sorted(item for item in path.rglob("*.jsonl") if item.is_file())
-    elif path.is_file():
-        files = [path]
+    return [foreign_target(file, agent) for file in foreign_files(path)]
+
+
+def foreign_target(file: Path, agent: str = "auto") -> ForeignTarget:
+    """One file's agent (`auto`: detected from its first lines) and session id: its file
+    name's stem; a Claude Code subagent transcript (`<session>/subagents/agent-<id>.jsonl`)
+    becomes `<session>~agent-<id>`, whose parent is `<session>`.
+
+    Raises:
+        JsonlError: `auto` and the file is neither agent's, or the other agent's than `agent`.
+    """
+    if agent == "auto":
+        found = detect_agent(file)
     else:
-        raise JsonlError(path, None, "no such file or directory")
-    return [_target(file, agent) for file in files]
-
-
-def _target(file: Path, agent: str) -> ForeignTarget:
-    found = detect_agent(file) if agent == "auto" else agent
+        found = agent
+        written_by = sniff_agent(file)
+        if written_by not in (None, agent):
+            raise JsonlError(
+                file, None, f"a {written_by} session file, not {agent}'s (--from auto tells them)"
+            )
     if file.parent.name == "subagents" and found == "claude-code":
         parent = file.parent.parent.name
         return ForeignTarget(file, found, f"{parent}~{file.stem}", parent)
