@@ -224,10 +224,9 @@ def import_files(
         ImportSource,
         typer.Option(
             "--from",
-            help="jsonl: memstore's legacy JSONL files; pi: pi coding-agent sessions "
-            "(~/.pi/agent/sessions); claude-code: Claude Code transcripts (~/.claude/projects), "
-            "subagents included; auto: pi or Claude Code, told per file. Directories are read "
-            "recursively, except for jsonl.",
+            help="jsonl: memstore's legacy JSONL files; pi: pi coding-agent sessions; "
+            "claude-code: Claude Code transcripts, subagents included; auto: pi or Claude Code, "
+            "told per file. Directories are read recursively, except for jsonl.",
         ),
     ] = ImportSource.JSONL,
     session: Annotated[
@@ -257,6 +256,8 @@ def import_files(
     ] = False,
 ) -> None:
     """Import session files: memstore's legacy JSONL, or pi's and Claude Code's.
+
+    pi keeps its sessions in ~/.pi/agent/sessions, Claude Code in ~/.claude/projects.
 
     Each file is one session, imported all or nothing. Importing a file again adds only what it
     gained since; a file whose imported part changed is refused. A bad file is reported and
