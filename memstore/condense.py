@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from memstore import jsjson
+from memstore.blocks import block_class, utf16_length
 from memstore.errors import CondensationError
 from memstore.types import (
     Channel,
@@ -83,29 +83,8 @@ _SEPARATOR = "\n\n"
 _STREAM_EVENT: TypeAdapter[StreamEvent] = TypeAdapter(StreamEvent)
 
 
-def _utf16_length(text: str) -> int:
-    """JavaScript's `text.length`: astral characters count two, lone surrogates one."""
-    if text.isascii():
-        return len(text)
-    return len(text.encode("utf-16-le", "surrogatepass")) // 2
-
-
-def _serialized_length(value: Any) -> int:
-    return _utf16_length(jsjson.dumps(value))
-
-
 def _block_chars(block: Mapping[str, Any]) -> int:
-    kind = block.get("kind")
-    if kind in ("text", "thinking"):
-        return _utf16_length(block.get("text", ""))
-    if kind == "tool_call":
-        serialized = _serialized_length(block["input"]) if "input" in block else 0
-        return _utf16_length(block.get("name", "")) + serialized
-    if kind == "tool_result":
-        return _serialized_length(block["output"]) if "output" in block else 0
-    if kind == "image":
-        return _utf16_length(block.get("dataBase64", ""))
-    return 0
+    return block_class(block.get("kind")).chars(block)
 
 
 def estimate_context_tokens(messages: Iterable[TurnLike]) -> int:
@@ -147,20 +126,7 @@ def find_cut_point(messages: Sequence[TurnLike], keep_recent: int) -> int:
 
 
 def _render_block(block: Mapping[str, Any]) -> str:
-    kind = block.get("kind")
-    if kind == "text":
-        return str(block.get("text", ""))
-    if kind == "thinking":
-        return f"(thinking) {block.get('text', '')}"
-    if kind == "tool_call":
-        arguments = jsjson.dumps(block.get("input"))
-        return f"-> tool call {block.get('name')} [{block.get('id')}]: {arguments}"
-    if kind == "tool_result":
-        status = "error" if block.get("isError") else "result"
-        return f"<- tool {status} [{block.get('callId')}]: {jsjson.dumps(block.get('output'))}"
-    if kind == "image":
-        return f"[image {block.get('mediaType')}, {len(block.get('dataBase64', ''))} base64 chars]"
-    return f"[{kind} block]"
+    return block_class(block.get("kind")).transcript(block)
 
 
 def render_transcript(messages: Iterable[TurnLike]) -> str:
@@ -263,13 +229,13 @@ def _turn_groups(messages: Sequence[TurnLike]) -> list[list[TurnLike]]:
 
 def _transcript_room(budget_tokens: int, system: str) -> int:
     """The transcript length (UTF-16 units) a request under `system` may have within budget."""
-    system_tokens = math.ceil(_utf16_length(system) / CHARS_PER_TOKEN)
+    system_tokens = math.ceil(utf16_length(system) / CHARS_PER_TOKEN)
     return CHARS_PER_TOKEN * (budget_tokens - TOKENS_PER_TURN - system_tokens)
 
 
 def minimum_budget() -> int:
     """The smallest `budget_tokens` `summarize` accepts: the longer preamble plus some room."""
-    longest = max(_utf16_length(DISTILL_PREAMBLE), _utf16_length(MERGE_PREAMBLE))
+    longest = max(utf16_length(DISTILL_PREAMBLE), utf16_length(MERGE_PREAMBLE))
     return math.ceil(longest / CHARS_PER_TOKEN) + TOKENS_PER_TURN + MIN_TRANSCRIPT_TOKENS
 
 
@@ -295,15 +261,15 @@ def _fit_text(text: str, limit: int) -> str:
     The marker (`[... N characters omitted ...]`) says how many units were cut; the result is
     never longer than `limit`, which must leave room for the marker itself.
     """
-    total = _utf16_length(text)
+    total = utf16_length(text)
     if total <= limit:
         return text
-    keep = limit - _utf16_length(_omission(total))
+    keep = limit - utf16_length(_omission(total))
     if keep < 0:
         raise ValueError(f"a limit of {limit} characters cannot hold the omission marker")
     head = _unit_prefix(text, (keep + 1) // 2)
     tail = _unit_prefix(text[::-1], keep // 2)[::-1]
-    omitted = total - _utf16_length(head) - _utf16_length(tail)
+    omitted = total - utf16_length(head) - utf16_length(tail)
     return f"{head}{_omission(omitted)}{tail}"
 
 
@@ -315,7 +281,7 @@ def _pack(pieces: Sequence[str], limit: int) -> list[list[str]]:
     runs: list[list[str]] = [[]]
     size = 0
     for piece in pieces:
-        length = _utf16_length(piece)
+        length = utf16_length(piece)
         if runs[-1] and size + len(_SEPARATOR) + length > limit:
             runs.append([])
         size = size + len(_SEPARATOR) + length if runs[-1] else length

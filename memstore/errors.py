@@ -2,6 +2,8 @@
 
 MemstoreError
 ├── InvalidJsonError        text that is not valid JSON, or a value JSON cannot carry
+├── InvalidTurnError        a turn that breaks the contract, naming the field at fault
+├── InvalidArgumentError    an argument memstore cannot use (a negative limit, an odd filter)
 ├── InvalidSessionIdError   a session id that is empty, too long or unsafe as a file name
 ├── GraphError              a session DAG refused an operation
 │   ├── UnknownNodeError    a node id the session does not hold
@@ -13,6 +15,7 @@ MemstoreError
 └── StoreError              the session store refused an operation
     ├── HeadMovedError      a compare-and-set append lost to another writer
     ├── NodeConflictError   the same node id with different content
+    ├── InvalidNodeIdError  a node id too long or not storable as text
     ├── UnknownSessionError a session that does not exist, where one is required
     ├── SessionExistsError  a session id that is taken, where a new one is required
     ├── DatabaseError       the database failed (connection, lock, disk)
@@ -29,6 +32,14 @@ class MemstoreError(Exception):
 
 class InvalidJsonError(MemstoreError, ValueError):
     """Text that is not valid JSON, or a value that JSON cannot represent."""
+
+
+class InvalidTurnError(MemstoreError, ValueError):
+    """A turn that breaks the contract; the message names the field at fault."""
+
+
+class InvalidArgumentError(MemstoreError, ValueError):
+    """An argument memstore cannot use: a limit below zero, a filter value it cannot match."""
 
 
 class GraphError(MemstoreError):

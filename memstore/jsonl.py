@@ -12,12 +12,13 @@ import hashlib
 import logging
 import os
 import unicodedata
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Literal, NamedTuple
 
 from memstore import jsjson
+from memstore.blocks import turn_problem
 from memstore.errors import InvalidJsonError, InvalidSessionIdError, JsonlError
 from memstore.graph import SessionGraph
 from memstore.hashing import hash_node_text
@@ -144,42 +145,6 @@ def _node_line(id_json: str, parent: str | None, turn_json: str, created_at: int
 
 def _head_line(leaf_json: str) -> str:
     return f'{{"type":"head","leaf":{leaf_json}}}\n'
-
-
-_REQUIRED_FIELDS: Mapping[str, tuple[tuple[str, type], ...]] = {
-    "text": (("text", str),),
-    "thinking": (("text", str),),
-    "tool_call": (("id", str), ("name", str)),
-    "tool_result": (("callId", str),),
-    "image": (("mediaType", str), ("dataBase64", str)),
-}
-
-
-def _block_problem(index: int, block: Any) -> str | None:
-    if not isinstance(block, dict) or not isinstance(block.get("kind"), str):
-        return f"turn.blocks[{index}] must be an object with a string kind"
-    for field, expected in _REQUIRED_FIELDS.get(block["kind"], ()):
-        if not isinstance(block.get(field), expected):
-            return f'turn.blocks[{index}] ({block["kind"]}) needs a string "{field}"'
-    if block["kind"] == "tool_result" and not isinstance(block.get("isError", False), bool):
-        return f'turn.blocks[{index}] (tool_result) has an "isError" that is not a boolean'
-    return None
-
-
-def turn_problem(turn: Any) -> str | None:
-    """What is wrong with a raw turn, or None if `Turn` would accept it (a fast check)."""
-    if not isinstance(turn, dict):
-        return "turn must be an object"
-    if turn.get("role") not in ("user", "assistant"):
-        return f'turn.role must be "user" or "assistant", got {turn.get("role")!r}'
-    blocks = turn.get("blocks")
-    if not isinstance(blocks, list):
-        return "turn.blocks must be an array"
-    for index, block in enumerate(blocks):
-        problem = _block_problem(index, block)
-        if problem is not None:
-            return problem
-    return None
 
 
 def _as_int(value: Any) -> int | None:

@@ -13,7 +13,9 @@ from rich.text import Text
 from rich.tree import Tree
 
 from memstore import jsjson
+from memstore.blocks import block_class
 from memstore.graph import SessionGraph
+from memstore.render._common import turn_preview
 from memstore.types import SessionNode
 
 __all__ = ["format_time", "render_transcript", "render_tree"]
@@ -27,17 +29,7 @@ def format_time(epoch_ms: int) -> str:
 
 
 def _one_line(node: SessionNode) -> str:
-    parts = []
-    for block in node.turn.to_json()["blocks"]:
-        kind = block.get("kind")
-        if kind == "text":
-            parts.append(block["text"])
-        elif kind == "tool_call":
-            parts.append(f"{block['name']}()")
-        elif kind == "tool_result":
-            parts.append("✗ error" if block.get("isError") is True else "✓ result")
-    line = " ".join(parts).replace("\n", " ")
-    return escape(line if len(line) <= PREVIEW else line[: PREVIEW - 1] + "…")
+    return escape(turn_preview(node, PREVIEW))
 
 
 def _label(node: SessionNode, head: str | None) -> str:
@@ -70,25 +62,22 @@ def render_tree(graph: SessionGraph) -> Tree:
 
 
 def _block(block: dict[str, Any]) -> RenderableType:
-    kind = block.get("kind")
-    if kind == "text":
-        return Text(block.get("text", ""))
-    if kind == "thinking":
-        return Text(block.get("text", ""), style="dim italic")
-    if kind == "tool_call":
-        body = Syntax(jsjson.dumps(block.get("input")), "json", word_wrap=True)
-        return Panel(body, title=f"tool call {block.get('name')} [{block.get('id')}]", style="cyan")
-    if kind == "tool_result":
-        failed = block.get("isError") is True
-        body = Syntax(jsjson.dumps(block.get("output")), "json", word_wrap=True)
-        label = "error" if failed else "result"
-        return Panel(
-            body, title=f"tool {label} [{block.get('callId')}]", style="red" if failed else "green"
-        )
-    if kind == "image":
-        size = len(block.get("dataBase64", ""))
-        return Text(f"[image {block.get('mediaType')}, {size} base64 characters]", style="magenta")
-    return Text(f"[{kind} block]", style="yellow")
+    view = block_class(block.get("kind")).view(block)
+    if view.form == "prose":
+        return Text(view.text)
+    if view.form == "aside":
+        return Text(view.text, style="dim italic")
+    if view.form == "picture":
+        size = len(view.data_base64)
+        return Text(f"[image {view.media_type}, {size} base64 characters]", style="magenta")
+    if view.form == "note":
+        return Text(f"[{view.text}]", style="yellow")
+    title = " ".join(part for part in (view.label, view.name) if part)
+    if view.call_id is not None:
+        title += f" [{view.call_id}]"
+    style = "red" if view.failed is True else "green" if view.answers_call else "cyan"
+    body = Syntax(jsjson.dumps(view.value), "json", word_wrap=True)
+    return Panel(body, title=escape(title), style=style if view.call_id else "yellow")
 
 
 def render_transcript(nodes: list[SessionNode]) -> RenderableType:

@@ -8,7 +8,7 @@ import threading
 from typing import Any
 
 import pytest
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import Row, bindparam, select, update
 
 from memstore import SessionStore
 from memstore.errors import DatabaseError
@@ -34,8 +34,8 @@ ROWS: list[dict[str, Any]] = [
 def set_meta_plan(dialect: str) -> plans.Plan[list[tuple[Any, ...]]]:
     for row in ROWS:
         yield from plans.ensure_session(dialect, row["session_id"], 1)
-    yield from plans.fetch(SET_META, ROWS)  # executemany
-    return (yield from plans.fetch(TITLES, {}))  # rows as the driver gives them
+    yield SET_META, ROWS  # executemany
+    return list((yield TITLES, {}))  # rows as the driver gives them
 
 
 def check_metadata(store: SessionStore) -> None:
@@ -71,10 +71,76 @@ def test_prepared_statements_run_the_same_on_an_async_connection(database_url: s
         check_metadata(store)
 
 
+def _answers(statement: Any, params: dict[str, Any], prepare: bool) -> plans.Plan[list[Any]]:
+    """What a plan can ask of a step's result (once: a Core result is read once), the step run
+    prepared or through Core."""
+    step = Prepared(statement) if prepare else statement
+    answers: list[Any] = []
+    for ask in ("all", "first", "one", "scalar_one_or_none", "scalars", "__iter__"):
+        result = yield step, params
+        try:
+            answer = getattr(result, ask)()
+        except Exception as exc:
+            answer = type(exc).__name__
+        if isinstance(answer, tuple | Row):
+            answer = tuple(answer)
+        elif not isinstance(answer, str | None):
+            answer = [tuple(row) if isinstance(row, tuple | Row) else row for row in answer]
+        answers.append(answer)
+    return answers
+
+
+@pytest.mark.parametrize("flavour", ["sync", "async"])
+def test_a_plan_gets_the_same_answers_whichever_way_its_step_ran(
+    database_url: str, flavour: str
+) -> None:
+    """Prepared statements are the drivers' business: results answer alike, rowcount too."""
+    with SessionStore(database_url) as store:
+        for session_id in ("a", "b"):
+            store.update_session(session_id, title=session_id.upper())
+    ids = select(sessions.c.id, sessions.c.title).order_by(sessions.c.id)
+    cases: list[tuple[Any, dict[str, Any]]] = [
+        (ids, {}),  # several rows: one() refuses
+        (ids.where(sessions.c.id == bindparam("id")), {"id": "a"}),
+        (ids.where(sessions.c.id == bindparam("id")), {"id": "none"}),
+    ]
+    touch = update(sessions).values(title=sessions.c.title).where(sessions.c.id != bindparam("x"))
+
+    def both(prepare: bool) -> plans.Plan[list[Any]]:
+        answers: list[Any] = []
+        for statement, params in cases:
+            answers.append((yield from _answers(statement, params, prepare)))
+        touched = yield (Prepared(touch) if prepare else touch), {"x": "x"}
+        return [*answers, touched.rowcount]
+
+    if flavour == "sync":
+        with SessionStore(database_url) as store, store.transaction(write=True) as connection:
+            prepared, core = drive(both(True), connection), drive(both(False), connection)
+    else:
+
+        async def run() -> tuple[list[Any], list[Any]]:
+            store = aio.AsyncSessionStore(database_url)
+            try:
+                await store.open()
+                async with store.transaction(write=True) as connection:
+                    return (
+                        await aio.drive(both(True), connection),
+                        await aio.drive(both(False), connection),
+                    )
+            finally:
+                await store.close()
+
+        prepared, core = asyncio.run(run())
+    assert prepared == core
+    assert core[0][2] == "MultipleResultsFound"
+    assert core[2][2] == "NoResultFound"
+    assert core[-1] == 2
+
+
 def test_a_driver_error_from_a_prepared_statement_is_a_database_error(database_url: str) -> None:
     def orphan_record() -> plans.Plan[None]:
         record = {"session_id": "nobody", "kind": "append", "node_id": None, "raw": None}
-        yield from plans.fetch(plans.INSERT_RECORDS, record)  # no such session: a foreign key
+        yield plans.INSERT_RECORDS, record  # no such session: a foreign key
 
     with SessionStore(database_url) as store:
         with (

@@ -29,3 +29,30 @@ def test_every_error_derives_from_memstore_error() -> None:
     assert len(errors) >= 10
     for error in errors:
         assert issubclass(error, memstore.MemstoreError), error
+
+
+def test_every_error_class_is_exported_and_drawn_in_the_tree_under_its_parent() -> None:
+    from memstore import errors
+
+    drawn = _tree_parents(errors.__doc__ or "")
+    for value in vars(errors).values():
+        if isinstance(value, type) and issubclass(value, memstore.MemstoreError):
+            assert value.__name__ in memstore.__all__, value
+            if value is not memstore.MemstoreError:
+                (parent,) = [b for b in value.__bases__ if issubclass(b, memstore.MemstoreError)]
+                assert drawn.get(value.__name__) == parent.__name__, value
+
+
+def _tree_parents(tree: str) -> dict[str, str]:
+    """Each class drawn in a docstring tree (`├── Name  what it is`), and the class above it."""
+    parents: dict[str, str] = {}
+    path = ["MemstoreError"]
+    for line in tree.splitlines():
+        if "── " not in line:
+            continue
+        depth = line.index("── ") // 4
+        name = line.split("── ")[1].split()[0]
+        del path[depth + 1 :]
+        parents[name] = path[depth]
+        path.append(name)
+    return parents

@@ -1,16 +1,17 @@
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from pydantic import TypeAdapter, ValidationError
 
 from memstore import (
     AgentConfig,
     CompactionPolicy,
     ImageBlock,
+    InvalidTurnError,
+    MemstoreError,
     Migrator,
     RunEvent,
     SessionNode,
@@ -96,18 +97,23 @@ def test_models_are_immutable() -> None:
 
 
 @pytest.mark.parametrize(
-    "bad",
+    ("bad", "named"),
     [
-        {"role": "system", "blocks": []},
-        {"role": "user"},
-        {"role": "user", "blocks": [{"kind": "text"}]},
-        {"role": "user", "blocks": [{"kind": 5}]},
-        {"role": "user", "blocks": [{"text": "no kind"}]},
+        ({"role": "system", "blocks": []}, "turn.role"),
+        ({"role": "user"}, "turn.blocks"),
+        (
+            {"role": "user", "blocks": [{"kind": "text"}]},
+            'turn.blocks[0] (text) needs a string "text"',
+        ),
+        ({"role": "user", "blocks": [{"kind": 5}]}, "turn.blocks[0]"),
+        ({"role": "user", "blocks": [{"text": "no kind"}]}, "turn.blocks[0]"),
+        ({"role": "user", "blocks": ({"kind": "image"},)}, "mediaType"),
     ],
 )
-def test_malformed_turns_are_refused(bad: dict[str, Any]) -> None:
-    with pytest.raises(ValidationError):
+def test_malformed_turns_are_refused_naming_the_field(bad: dict[str, Any], named: str) -> None:
+    with pytest.raises(InvalidTurnError, match=re.escape(named)) as refused:
         parse_turn(bad)
+    assert isinstance(refused.value, MemstoreError)
 
 
 def test_compaction_policy_defaults_and_camel_case() -> None:
@@ -172,67 +178,7 @@ def test_migrator_is_a_structural_protocol() -> None:
     assert not isinstance(object(), Migrator)
 
 
-# --- how stored turns are built, and turn identity ----------------------------------------------
-
-_texts = st.text(max_size=8)
-_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | _texts,
-    lambda inner: st.lists(inner, max_size=2) | st.dictionaries(_texts, inner, max_size=2),
-    max_leaves=4,
-)
-
-
-@st.composite
-def _wire_block(draw: st.DrawFn) -> dict[str, Any]:
-    """A block as JSON: every kind, optional keys present or not, extra keys, keys in any
-    order, and Python field names where the wire has camelCase."""
-    kind = draw(st.sampled_from(["text", "thinking", "tool_call", "tool_result", "image", "x"]))
-    fields: dict[str, Any] = {
-        "text": {"text": draw(_texts)},
-        "thinking": {"text": draw(_texts)},
-        "tool_call": {"id": "c", "name": "n"},
-        "tool_result": {draw(st.sampled_from(["callId", "call_id"])): "c"},
-        "image": {"mediaType": "image/png", "dataBase64": "AA=="},
-        "x": {},
-    }[kind]
-    optional = {"tool_call": ["input"], "tool_result": ["output", "isError"]}.get(kind, [])
-    for key in optional:
-        if draw(st.booleans()):
-            fields[key] = draw(st.booleans()) if key == "isError" else draw(_values)
-    if draw(st.booleans()):
-        fields["vendor"] = draw(_values)
-    items = [("kind", kind), *fields.items()]
-    return dict(draw(st.permutations(items)))
-
-
-_wire_turns = st.builds(
-    lambda role, blocks, extra, first: (
-        {"role": role, "blocks": blocks, **extra}
-        if first
-        else {"blocks": blocks, **extra, "role": role}
-    ),
-    st.sampled_from(["user", "assistant"]),
-    st.lists(_wire_block(), max_size=3),
-    st.dictionaries(st.sampled_from(["traceId", "1"]), _values, max_size=1),
-    st.booleans(),
-)
-
-
-@settings(max_examples=300)
-@given(turn=_wire_turns)
-def test_a_stored_turn_is_built_exactly_as_validation_builds_it(turn: dict[str, Any]) -> None:
-    text = jsjson.dumps(turn)
-    validated = Turn.from_json_text(text)
-    trusted = Turn._from_stored_text(text)
-    assert trusted == validated
-    assert jsjson.dumps(trusted.to_json()) == jsjson.dumps(validated.to_json())
-    assert trusted.json_text() == validated.json_text() == text
-    for ours, theirs in zip(trusted.blocks, validated.blocks, strict=True):
-        assert type(ours) is type(theirs)
-        assert ours.__dict__ == theirs.__dict__
-        assert ours.model_fields_set == theirs.model_fields_set
-        assert ours.model_extra == theirs.model_extra
-    assert (trusted.role, trusted.model_extra) == (validated.role, validated.model_extra)
+# --- how stored turns are built (tests/test_trusted.py compares them with validation) -------
 
 
 @pytest.mark.parametrize(

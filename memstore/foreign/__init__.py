@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from memstore import jsjson
-from memstore.errors import JsonlError
+from memstore.errors import InvalidArgumentError, JsonlError
 from memstore.foreign._common import AGENTS, Entry, ForeignReader, SessionFacts, UsageRow
 from memstore.foreign.claude_code import ClaudeCodeReader, looks_like_claude_code
 from memstore.foreign.pi import PiReader, looks_like_pi
@@ -53,7 +53,7 @@ def new_reader(agent: str) -> ForeignReader:
         return PiReader()
     if agent == "claude-code":
         return ClaudeCodeReader()
-    raise ValueError(f"unknown agent {agent!r}; expected one of {', '.join(AGENTS)}")
+    raise InvalidArgumentError(f"unknown agent {agent!r}; expected one of {', '.join(AGENTS)}")
 
 
 def sniff_agent(path: Path) -> str | None:

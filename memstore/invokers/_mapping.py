@@ -10,15 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from memstore import jsjson
-from memstore.types import (
-    Block,
-    ImageBlock,
-    TextBlock,
-    ThinkingBlock,
-    ToolCallBlock,
-    ToolResultBlock,
-    Turn,
-)
+from memstore.types import Block, ToolCallBlock, ToolResultBlock, Turn
 
 __all__ = ["flatten", "paired_calls", "result_text"]
 
@@ -44,19 +36,7 @@ def result_text(block: ToolResultBlock) -> str:
 
 
 def flatten(block: Block) -> str | None:
-    """A block as transcript text, or None for a block that is not sent at all (thinking).
-
-    Thinking is dropped: neither API accepts reasoning text back without the provider's signature.
-    """
-    if isinstance(block, TextBlock):
-        return block.text
-    if isinstance(block, ThinkingBlock):
-        return None
-    if isinstance(block, ToolCallBlock):
-        return f"-> tool call {block.name} [{block.id}]: {jsjson.dumps(block.input)}"
-    if isinstance(block, ToolResultBlock):
-        status = "error" if block.is_error else "result"
-        return f"<- tool {status} [{block.call_id}]: {jsjson.dumps(block.output)}"
-    if isinstance(block, ImageBlock):
-        return f"[image {block.media_type}, {len(block.data_base64)} base64 chars]"
-    return f"[{block.kind} block]"
+    """A block as transcript text, or None for a block that is not sent at all (thinking:
+    neither API accepts reasoning text back without the provider's signature)."""
+    kind = type(block)
+    return kind.transcript(block.model_dump()) if kind.replayed else None

@@ -9,15 +9,7 @@ from typing import Any
 
 import orjson
 
-from memstore.types import (
-    Block,
-    ImageBlock,
-    SessionNode,
-    TextBlock,
-    ThinkingBlock,
-    ToolCallBlock,
-    ToolResultBlock,
-)
+from memstore.types import Block, SessionNode, TextBlock
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -84,15 +76,7 @@ def describe_size(size: int | None, data_base64: str) -> str:
 
 def block_preview(block: Block) -> str:
     """A few words that stand for one block in a list of turns."""
-    if isinstance(block, TextBlock | ThinkingBlock):
-        return block.text
-    if isinstance(block, ToolCallBlock):
-        return f"{block.name}()"
-    if isinstance(block, ToolResultBlock):
-        return "tool error" if block.is_error else "tool result"
-    if isinstance(block, ImageBlock):
-        return f"[{block.media_type} image]"
-    return f"[{block.kind}]"
+    return type(block).preview(block.model_dump())
 
 
 def turn_preview(node: SessionNode, limit: int = 80) -> str:

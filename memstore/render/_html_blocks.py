@@ -7,6 +7,7 @@ from collections.abc import Callable
 from html import escape
 from typing import TypeAlias
 
+from memstore.blocks import Block, BlockView
 from memstore.render._common import (
     describe_size,
     image_bytes,
@@ -14,16 +15,7 @@ from memstore.render._common import (
     pretty_json,
     value_preview,
 )
-from memstore.types import (
-    Block,
-    ImageBlock,
-    TextBlock,
-    ThinkingBlock,
-    ToolCallBlock,
-    ToolResultBlock,
-    Turn,
-    UnknownBlock,
-)
+from memstore.types import Turn
 
 __all__ = ["INLINE_IMAGE_TYPES", "MAX_INLINE_IMAGE_BYTES", "blocks_html"]
 
@@ -73,18 +65,17 @@ def blocks_html(turn: Turn, tool_name: ToolNamer) -> str:
 
 
 def _block(block: Block, tool_name: ToolNamer) -> str:
-    if isinstance(block, TextBlock):
-        return f'<div class="text">{text(block.text)}</div>'
-    if isinstance(block, ThinkingBlock):
-        preview = f'<span class="pv">{text(one_line(block.text))}</span>'
-        return _folded("thinking", "thinking", preview, block.text, body_class="text")
-    if isinstance(block, ToolCallBlock):
-        return _tool_call(block)
-    if isinstance(block, ToolResultBlock):
-        return _tool_result(block, tool_name(block.call_id))
-    if isinstance(block, ImageBlock):
-        return _image(block)
-    return _unknown(block)
+    view = type(block).view(block.model_dump())
+    if view.form == "prose":
+        return f'<div class="text">{text(view.text)}</div>'
+    if view.form == "aside":
+        preview = f'<span class="pv">{text(one_line(view.text))}</span>'
+        return _folded(view.label, view.label, preview, view.text, body_class="text")
+    if view.form == "picture":
+        return _image(view)
+    if view.form == "note":
+        return f'<p class="note">[{text(view.text)}]</p>'
+    return _record(view, tool_name)
 
 
 def _folded(
@@ -102,41 +93,29 @@ def _call_id(label: str, call_id: str) -> str:
     return f'<p class="kv">{label} <code>{text(call_id)}</code></p>'
 
 
-def _tool_call(block: ToolCallBlock) -> str:
-    summary = (
-        f' <code class="name">{text(block.name)}</code>'
-        f' <span class="pv">{text(value_preview(block.input))}</span>'
-    )
-    note = _call_id("call id", block.id)
-    return _folded("tool call", "tool call", summary, pretty_json(block.input), note=note)
+def _record(view: BlockView, tool_name: ToolNamer) -> str:
+    """A labelled value folded: its name, status and a preview; inside, the call id and value."""
+    name = view.name
+    if view.answers_call and view.call_id is not None:
+        name = tool_name(view.call_id) or "?"
+    summary = f' <code class="name">{text(name)}</code>' if name is not None else ""
+    summary += f'{_STATUS[view.failed]} <span class="pv">{text(value_preview(view.value))}</span>'
+    note = ""
+    if view.call_id is not None:
+        note = _call_id("result of call" if view.answers_call else "call id", view.call_id)
+    words = [*view.label.split(), "result" * view.answers_call, "err" * (view.failed is True)]
+    css = " ".join(dict.fromkeys(word for word in words if word))
+    body, body_class = (view.value, "out") if view.verbatim else (pretty_json(view.value), "json")
+    return _folded(css, view.label, summary, body, body_class=body_class, note=note)
 
 
-def _tool_result(block: ToolResultBlock, name: str | None) -> str:
-    summary = (
-        f' <code class="name">{text(name or "?")}</code>{_STATUS[block.is_error]}'
-        f' <span class="pv">{text(value_preview(block.output))}</span>'
-    )
-    kind = "tool result err" if block.is_error else "tool result"
-    note = _call_id("result of call", block.call_id)
-    if isinstance(block.output, str):
-        return _folded(kind, "result", summary, block.output, body_class="out", note=note)
-    return _folded(kind, "result", summary, pretty_json(block.output), note=note)
-
-
-def _image(block: ImageBlock) -> str:
-    size = image_bytes(block.data_base64)
-    caption = f"{block.media_type} image, {describe_size(size, block.data_base64)}"
-    if size is None or size > MAX_INLINE_IMAGE_BYTES or block.media_type not in INLINE_IMAGE_TYPES:
+def _image(view: BlockView) -> str:
+    size = image_bytes(view.data_base64)
+    caption = f"{view.media_type} image, {describe_size(size, view.data_base64)}"
+    if size is None or size > MAX_INLINE_IMAGE_BYTES or view.media_type not in INLINE_IMAGE_TYPES:
         return f'<p class="note">[{text(caption)}, not shown]</p>'
-    source = (
-        f"data:{block.media_type};base64,{block.data_base64}"  # both checked: nothing to escape
-    )
+    source = f"data:{view.media_type};base64,{view.data_base64}"  # both checked: nothing to escape
     return (
         f'<figure class="image"><img alt="{attr(caption)}" src="{source}">'
         f"<figcaption>{text(caption)}</figcaption></figure>"
     )
-
-
-def _unknown(block: UnknownBlock) -> str:
-    summary = f' <code class="name">{text(repr(block.kind))}</code>'
-    return _folded("unknown", "unknown block", summary, pretty_json(block.model_dump()))

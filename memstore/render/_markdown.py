@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
+from memstore.blocks import BlockView
 from memstore.graph import SessionGraph
 from memstore.render._common import (
     describe_size,
@@ -13,15 +14,7 @@ from memstore.render._common import (
     scrub,
 )
 from memstore.render._commonmark import close_open_blocks, code_span, fenced, split_lines
-from memstore.types import (
-    Block,
-    ImageBlock,
-    SessionNode,
-    TextBlock,
-    ThinkingBlock,
-    ToolCallBlock,
-    ToolResultBlock,
-)
+from memstore.types import Block, SessionNode
 
 __all__ = ["render_markdown"]
 
@@ -31,8 +24,9 @@ def render_markdown(
 ) -> str:
     """The transcript of one branch, from the root to `leaf` (default: the head), as Markdown.
 
-    Text blocks are kept as Markdown; thinking is quoted; tool calls and results are fenced code
-    blocks; images are one line naming their type and size (their data is never written).
+    Text blocks are kept as Markdown; thinking is quoted; tool calls and results, and blocks of
+    unknown kinds, are fenced code blocks; images are one line naming their type and size (their
+    data is never written).
 
     Raises:
         UnknownNodeError: the session has no node `leaf`.
@@ -69,36 +63,36 @@ def _turn(node: SessionNode, number: int, tool_names: dict[str, str]) -> str:
 
 def _blocks(blocks: tuple[Block, ...], tool_names: dict[str, str]) -> Iterator[str]:
     for block in blocks:
-        if isinstance(block, ToolCallBlock):
-            tool_names[block.id] = block.name
-        yield _block(block, tool_names)
+        view = type(block).view(block.model_dump())
+        if view.form == "record" and view.call_id is not None and view.name is not None:
+            tool_names[view.call_id] = view.name
+        yield _block(view, tool_names)
 
 
-def _block(block: Block, tool_names: Mapping[str, str]) -> str:
-    if isinstance(block, TextBlock):
-        return close_open_blocks(block.text) if block.text.strip() else "_(empty text)_"
-    if isinstance(block, ThinkingBlock):
-        return _quote(f"**Thinking**\n\n{close_open_blocks(block.text)}")
-    if isinstance(block, ToolCallBlock):
-        label = f"**Tool call** {code_span(block.name)} · id {code_span(block.id)}"
-        return f"{label}\n\n{fenced(pretty_json(block.input), 'json')}"
-    if isinstance(block, ToolResultBlock):
-        return _tool_result(block, tool_names)
-    if isinstance(block, ImageBlock):
-        size = describe_size(image_bytes(block.data_base64), block.data_base64)
-        return f"_Image:_ {code_span(block.media_type)}, {size} (not embedded)"
-    return f"_Block of unknown kind {code_span(repr(block.kind))} (not shown)_"
+def _block(view: BlockView, tool_names: Mapping[str, str]) -> str:
+    if view.form == "prose":
+        return close_open_blocks(view.text) if view.text.strip() else "_(empty text)_"
+    if view.form == "aside":
+        return _quote(f"**{view.label.capitalize()}**\n\n{close_open_blocks(view.text)}")
+    if view.form == "picture":
+        size = describe_size(image_bytes(view.data_base64), view.data_base64)
+        return f"_Image:_ {code_span(view.media_type)}, {size} (not embedded)"
+    if view.form == "note":
+        return f"_{close_open_blocks(view.text)}_"
+    return _record(view, tool_names)
 
 
-def _tool_result(block: ToolResultBlock, tool_names: Mapping[str, str]) -> str:
-    name = tool_names.get(block.call_id)
-    label = "**Tool error**" if block.is_error else "**Tool result**"
+def _record(view: BlockView, tool_names: Mapping[str, str]) -> str:
+    """A labelled value: its label, name and call id, then the value fenced."""
+    name = tool_names.get(view.call_id) if view.answers_call and view.call_id else view.name
+    label = f"**{view.label.capitalize()}**"
     if name is not None:
         label += f" {code_span(name)}"
-    label += f" · id {code_span(block.call_id)}"
-    if isinstance(block.output, str):
-        return f"{label}\n\n{fenced(block.output, 'text')}"
-    return f"{label}\n\n{fenced(pretty_json(block.output), 'json')}"
+    if view.call_id is not None:
+        label += f" · id {code_span(view.call_id)}"
+    if view.verbatim:
+        return f"{label}\n\n{fenced(view.value, 'text')}"
+    return f"{label}\n\n{fenced(pretty_json(view.value), 'json')}"
 
 
 def _quote(text: str) -> str:

@@ -33,7 +33,7 @@ from memstore.store.files import atomic_text_file
 from memstore.store.handle import HandleBase
 from memstore.store.migrate import is_current, migrate_in
 from memstore.store.plans import UNSET, Plan, SessionInfo, Step, StoreStats, Unset, as_call
-from memstore.store.prepared import Prepared
+from memstore.store.prepared import Prepared, PreparedRows
 from memstore.store.readonly import QueryResult, run_read_only
 from memstore.store.search import SearchHit
 from memstore.store.sync import drive as sync_drive
@@ -75,7 +75,8 @@ async def execute(connection: AsyncConnection, step: Step) -> Any:
             raise TypeError("a streamed statement runs on a sync connection (use run_sync)")
         compiled = step[0].compiled(connection.dialect)
         result = await connection.exec_driver_sql(compiled.sql, compiled.driver_params(step[1]))
-        return [tuple(row) for row in result] if result.returns_rows else []
+        rows = (tuple(row) for row in result) if result.returns_rows else ()
+        return PreparedRows(rows, result.rowcount)
     return await connection.execute(*as_call(step))
 
 

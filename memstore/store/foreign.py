@@ -23,7 +23,6 @@ from memstore.jsonl import Line, Record, is_torn, read_lines
 from memstore.store.plans import (
     Plan,
     ensure_session,
-    fetch,
     node_id_problem,
     now_ms,
     session_info,
@@ -84,7 +83,7 @@ class _UsageBatch:
 
     def flush(self) -> Plan[None]:
         if self.rows:
-            yield from fetch(INSERT_USAGE, self.rows)
+            yield INSERT_USAGE, self.rows
             self.rows = []
 
 

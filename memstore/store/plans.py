@@ -8,13 +8,12 @@ An operation is a *plan*: a generator that yields SQLAlchemy statements and rece
 from __future__ import annotations
 
 import time
-from collections.abc import Generator, Iterable, Mapping, Sequence
+from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias, TypeVar, cast
+from typing import Any, Protocol, TypeAlias, TypeVar, cast
 
 from sqlalchemy import (
     ColumnElement,
-    CursorResult,
     Executable,
     Select,
     bindparam,
@@ -30,7 +29,9 @@ from sqlalchemy.dialects import postgresql, sqlite
 from memstore import jsjson
 from memstore.errors import (
     HeadMovedError,
+    InvalidArgumentError,
     InvalidNodeIdError,
+    InvalidSessionIdError,
     NodeConflictError,
     SessionExistsError,
     UnknownNodeError,
@@ -38,7 +39,7 @@ from memstore.errors import (
 )
 from memstore.graph import SessionGraph
 from memstore.store.bulk import paused_gc
-from memstore.store.prepared import Params, Prepared, Rows
+from memstore.store.prepared import Params, Prepared
 from memstore.store.rows import stored_rows
 from memstore.store.tables import node_blocks, nodes, nodes_fts, records, session_tags, sessions
 from memstore.types import SessionNode, Turn, is_storable_text, validate_session_id
@@ -48,9 +49,25 @@ __all__ = ["UNSET", "Plan", "SessionInfo", "Step", "StoreStats", "Unset"]
 T = TypeVar("T")
 Step: TypeAlias = Executable | tuple[Executable | Prepared, Params]
 """A statement, or a statement and its parameters (a list of rows: executemany)."""
-Plan: TypeAlias = Generator[Step, CursorResult[Any], T]
-"""Receives each statement's CursorResult; a Prepared statement's rows come through `fetch`
-(a streamed one's as an iterator)."""
+
+
+class StepResult(Protocol):
+    """What a plan may ask of a step's result: SQLAlchemy's CursorResult, or the same calls on
+    the rows of a statement the driver ran on its cursor (`prepared.PreparedRows`)."""
+
+    def __iter__(self) -> Iterator[Any]: ...
+    def first(self) -> Any: ...
+    def one(self) -> Any: ...
+    def all(self) -> Sequence[Any]: ...
+    def scalar_one_or_none(self) -> Any: ...
+    def scalars(self) -> Iterable[Any]: ...
+    @property
+    def rowcount(self) -> int: ...
+
+
+Plan: TypeAlias = Generator[Step, StepResult, T]
+"""Receives each statement's result, of one shape whichever way the driver ran it (a streamed
+query's rows as an iterator)."""
 
 
 class Unset:
@@ -107,12 +124,6 @@ def nodes_from_rows(rows: Iterable[Any]) -> list[SessionNode]:
         return [node(row[0], row[1], turn(row[2]), row[3]) for row in rows]
 
 
-def fetch(prepared: Prepared, params: Params) -> Plan[Rows]:
-    """Run a prepared statement (see `prepared`); its rows, as plain tuples."""
-    rows: Any = yield prepared, params
-    return cast(Rows, rows)
-
-
 MAX_NODE_ID = 255
 
 
@@ -128,7 +139,13 @@ def node_id_problem(node_id: str) -> str | None:
 def lookup_id(session_id: str) -> str:
     """The key to look a session up by. An id that no database can store (it holds NUL or a
     lone surrogate) names no session: it becomes '', which no session has, so that reads find
-    nothing instead of failing in the driver."""
+    nothing instead of failing in the driver.
+
+    Raises:
+        InvalidSessionIdError: `session_id` is not a string at all.
+    """
+    if not isinstance(session_id, str):
+        raise InvalidSessionIdError(f"a session id is a string, not {type(session_id).__name__}")
     return session_id if is_storable_text(session_id) else ""
 
 
@@ -198,7 +215,7 @@ _INDEX_NODES_AFTER = Prepared(
 def ensure_session(dialect: str, session_id: str, now: int) -> Plan[str | None]:
     """Create the session row if missing, lock it against other writers, return its head."""
     upsert = _ENSURE_SESSION["postgresql" if dialect == "postgresql" else "sqlite"]
-    ((head,),) = yield from fetch(upsert, {"session_id": session_id, "now": now})
+    ((head,),) = yield upsert, {"session_id": session_id, "now": now}
     return cast(str | None, head)
 
 
@@ -223,7 +240,7 @@ def append_node(
     if not isinstance(expected_head, Unset) and head != expected_head:
         raise HeadMovedError(session_id, expected_head, head)
     lookup = {"session_id": session_id, "node_id": node.id, "parent_id": node.parent}
-    found = {row[0]: row[1:] for row in (yield from fetch(_NODE_AND_PARENT, lookup))}
+    found = {row[0]: row[1:] for row in (yield _NODE_AND_PARENT, lookup)}
     if node.parent is not None and node.parent not in found:
         raise UnknownNodeError(session_id, node.parent)
     existing = found.get(node.id)
@@ -234,8 +251,8 @@ def append_node(
             f"session {session_id!r} already holds node {node.id!r} with different content"
         )
     record = {"session_id": session_id, "kind": "append", "node_id": node.id, "raw": None}
-    yield from fetch(INSERT_RECORDS, record)
-    yield from fetch(_MOVE_HEAD, {"session_id": session_id, "new_head": node.id, "now": now})
+    yield INSERT_RECORDS, record
+    yield _MOVE_HEAD, {"session_id": session_id, "new_head": node.id, "now": now}
 
 
 def insert_nodes(dialect: str, session_id: str, new_nodes: Sequence[SessionNode]) -> Plan[None]:
@@ -261,19 +278,19 @@ def insert_rows(
     index the nodes' text for full-text search."""
     indexed = dialect == "sqlite"  # PostgreSQL's index is an expression index on `nodes`
     if indexed:
-        ((after,),) = yield from fetch(_LAST_NODE_PK, {"session_id": session_id})
+        ((after,),) = yield _LAST_NODE_PK, {"session_id": session_id}
     if node_rows:
-        yield from fetch(INSERT_NODES, node_rows)
+        yield INSERT_NODES, node_rows
     if blocks:
-        yield from fetch(INSERT_BLOCKS, blocks)
+        yield INSERT_BLOCKS, blocks
     if indexed and node_rows:
-        yield from fetch(_INDEX_NODES_AFTER, {"session_id": session_id, "after": after})
+        yield _INDEX_NODES_AFTER, {"session_id": session_id, "after": after}
 
 
 def load_session(session_id: str) -> Plan[SessionGraph]:
     """Every node of the session, in the order stored, and its head."""
     head = (yield _session_row(session_id)).scalar_one_or_none()
-    rows = yield from fetch(_SESSION_NODES, {"session_id": lookup_id(session_id)})
+    rows = yield _SESSION_NODES, {"session_id": lookup_id(session_id)}
     return SessionGraph.hydrate(session_id, nodes_from_rows(rows), head)
 
 
@@ -309,8 +326,10 @@ def load_path_nodes(
     session_id: str, leaf: str | None = None, last: int | None = None
 ) -> Plan[list[SessionNode]]:
     """The nodes from the root (or the newest `last`, moved back off a tool_result) to `leaf`."""
-    if last is not None and last < 0:
-        raise ValueError(f"last must be >= 0, got {last}")
+    if leaf is not None and not isinstance(leaf, str):
+        raise InvalidNodeIdError(f"a node id is a string, not {type(leaf).__name__}")
+    if last is not None and (type(last) is not int or last < 0):
+        raise InvalidArgumentError(f"last must be a whole number >= 0, got {last!r}")
     if leaf is None:
         leaf = (yield _session_row(session_id)).scalar_one_or_none()
         if leaf is None:
@@ -337,7 +356,14 @@ def list_session_ids() -> Plan[list[str]]:
     return list((yield select(sessions.c.id).order_by(sessions.c.id)).scalars())
 
 
+_FLOAT_INTEGERS = 2**1023  # beyond this a JSON number is no float the database compares
+
+
 def _metadata_filter(key: str, value: Any) -> ColumnElement[bool]:
+    if not isinstance(key, str):
+        raise InvalidArgumentError(f"metadata filter keys are strings, not {key!r}")
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > _FLOAT_INTEGERS:
+        raise InvalidArgumentError(f"metadata filter {key!r}: the number is too large to compare")
     element = sessions.c.meta[key]
     comparison: ColumnElement[bool]
     if isinstance(value, bool):
@@ -347,7 +373,10 @@ def _metadata_filter(key: str, value: Any) -> ColumnElement[bool]:
     elif isinstance(value, str):
         comparison = element.as_string() == value
     else:
-        raise TypeError(f"metadata filter {key!r}: only str, number and bool values can be matched")
+        raise InvalidArgumentError(
+            f"metadata filter {key!r}: only str, number and bool values can be matched, "
+            f"not {type(value).__name__}"
+        )
     return comparison
 
 
@@ -426,8 +455,12 @@ def list_sessions(
         query = query.where(sessions.c.id.in_(tagged))
     if title_contains is not None:
         query = query.where(sessions.c.title.contains(title_contains, autoescape=True))
+    if metadata is not None and not isinstance(metadata, Mapping):
+        raise InvalidArgumentError(f"a metadata filter is a mapping, not {metadata!r}")
     for key, value in (metadata or {}).items():
         query = query.where(_metadata_filter(key, value))
+    if limit is not None and (type(limit) is not int or limit < 0):
+        raise InvalidArgumentError(f"a session list limit is a whole number >= 0, not {limit!r}")
     if limit is not None:
         query = query.limit(limit)
     rows = list((yield query))
@@ -494,7 +527,7 @@ def update_session(
         yield update(sessions).where(sessions.c.id == session_id).values(**values)
     if not isinstance(tags, Unset):
         if isinstance(tags, str):
-            raise TypeError("tags must be a sequence of strings, not one string")
+            raise InvalidArgumentError("tags must be a sequence of strings, not one string")
         yield delete(session_tags).where(session_tags.c.session_id == session_id)
         unique = sorted(set(tags))
         if unique:

@@ -5,7 +5,9 @@ several times what SQLite spends on a small insert. A `Prepared` statement is st
 SQLAlchemy (the SQL is written once, for every dialect), but it is compiled once per dialect and
 then executed directly: `run` on a DBAPI cursor, or through `exec_driver_sql` on an async
 connection. It takes a dict of parameters (or a list of them, for executemany) and gives its rows
-as the driver gives them (plain tuples, no result type conversion).
+as the driver gives them (plain tuples, no result type conversion), in a `PreparedRows` that
+answers the calls plans make on SQLAlchemy's results: a plan does not know which way its
+statement ran. Only the drivers (`sync.execute`, `aio.execute`) run them.
 """
 
 from __future__ import annotations
@@ -13,18 +15,48 @@ from __future__ import annotations
 import copy
 import itertools
 import sqlite3
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from sqlalchemy import Dialect, Executable, Table
 from sqlalchemy import insert as sa_insert
+from sqlalchemy.exc import MultipleResultsFound, NoResultFound
 
-__all__ = ["Compiled", "Params", "Prepared", "Rows", "is_driver_error", "stream_rows"]
+__all__ = ["Compiled", "Params", "Prepared", "PreparedRows", "is_driver_error", "stream_rows"]
 
 Params: TypeAlias = Mapping[str, Any] | Sequence[Mapping[str, Any]]
-Rows: TypeAlias = list[tuple[Any, ...]]
 STREAM_ROWS = 1000
+
+
+class PreparedRows(list[tuple[Any, ...]]):
+    """A prepared statement's rows, with the calls plans make on a SQLAlchemy result."""
+
+    def __init__(self, rows: Iterable[tuple[Any, ...]] = (), rowcount: int = -1) -> None:
+        super().__init__(rows)
+        self.rowcount = rowcount  # rows changed, as the driver counts them
+
+    def all(self) -> list[tuple[Any, ...]]:
+        """Every row."""
+        return list(self)
+
+    def first(self) -> tuple[Any, ...] | None:
+        """The first row, or None."""
+        return self[0] if self else None
+
+    def one(self) -> tuple[Any, ...]:
+        """The only row; SQLAlchemy's errors when there is none or more than one."""
+        if len(self) != 1:
+            raise NoResultFound("no row") if not self else MultipleResultsFound("several rows")
+        return self[0]
+
+    def scalar_one_or_none(self) -> Any:
+        """The first column of the only row, or None without rows."""
+        return self.one()[0] if self else None
+
+    def scalars(self) -> list[Any]:
+        """The first column of every row."""
+        return [row[0] for row in self]
 
 
 @dataclass(frozen=True)
@@ -110,14 +142,15 @@ class Prepared:
                 processors[name] = process
         return Compiled(sql=compiled.string, defaults=defaults, processors=processors)
 
-    def run(self, cursor: Any, dialect: Dialect, params: Params) -> Rows:
+    def run(self, cursor: Any, dialect: Dialect, params: Params) -> PreparedRows:
         """Execute on a DBAPI cursor inside the caller's transaction; the rows it returns."""
         compiled = self.compiled(dialect)
         if isinstance(params, Mapping):
             cursor.execute(compiled.sql, compiled.parameters(params))
         else:
             cursor.executemany(compiled.sql, compiled.driver_params(params))
-        return cursor.fetchall() if cursor.description is not None else []
+        rows = cursor.fetchall() if cursor.description is not None else ()
+        return PreparedRows(rows, cursor.rowcount)
 
 
 _cursor_names = itertools.count()

@@ -7,7 +7,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from memstore import jsjson
+from memstore.blocks import block_class
 
 __all__ = ["block_rows", "search_text", "storable", "stored_rows"]
 
@@ -56,50 +56,30 @@ def stored_rows(
 def _derive(
     session_id: str, node_id: str, turn: Mapping[str, Any]
 ) -> tuple[str, list[dict[str, Any]]]:
-    """A turn's search text and block rows, in one pass: each tool input and output is
-    serialized once, for both."""
+    """A turn's search text and block rows, in one pass: each kind says both (`indexed`)."""
     parts: list[str] = []
     rows: list[dict[str, Any]] = []
     for position, block in enumerate(turn.get("blocks", ())):
-        row = _block_row(session_id, node_id, position, block)
-        rows.append(row)
-        kind = row["kind"]
-        if kind in ("text", "thinking"):
-            parts.append(block.get("text", ""))
-        elif kind == "tool_call":
-            parts.append(f"{block.get('name', '')} {_value_text(block, 'input', row)}")
-        elif kind == "tool_result":
-            parts.append(_value_text(block, "output", row))
-    return storable("\n".join(part for part in parts if part)), rows
-
-
-def _value_text(block: Mapping[str, Any], key: str, row: Mapping[str, Any]) -> str:
-    """A tool input's or output's searchable text: a string as it is, anything else as JSON
-    (taken from the block's row, which serialized it already)."""
-    value = block.get(key)
-    if isinstance(value, str):
-        return value
-    dumped = row[f"{key}_json"]
-    return dumped if dumped is not None else "null"
+        kind = block.get("kind")
+        text, columns = block_class(kind).indexed(block)
+        if text:
+            parts.append(text)
+        rows.append(
+            {
+                "session_id": session_id,
+                "node_id": node_id,
+                "position": position,
+                "kind": _optional(kind) or "",
+                "text": _optional(columns.text),
+                "tool_name": _optional(columns.tool_name),
+                "call_id": _optional(columns.call_id),
+                "is_error": columns.is_error,
+                "input_json": columns.input_json,
+                "output_json": columns.output_json,
+            }
+        )
+    return storable("\n".join(parts)), rows
 
 
 def _optional(value: Any) -> str | None:
     return storable(value) if isinstance(value, str) else None
-
-
-def _block_row(session_id: str, node_id: str, position: int, block: Any) -> dict[str, Any]:
-    kind = block.get("kind") if isinstance(block, Mapping) else None
-    call = kind == "tool_call"
-    result = kind == "tool_result"
-    return {
-        "session_id": session_id,
-        "node_id": node_id,
-        "position": position,
-        "kind": _optional(kind) or "",
-        "text": _optional(block.get("text")) if kind in ("text", "thinking") else None,
-        "tool_name": _optional(block.get("name")) if call else None,
-        "call_id": _optional(block.get("id") if call else block.get("callId") if result else None),
-        "is_error": int(block.get("isError") is True) if result else None,
-        "input_json": jsjson.dumps(block.get("input")) if call and "input" in block else None,
-        "output_json": jsjson.dumps(block.get("output")) if result and "output" in block else None,
-    }

@@ -13,6 +13,7 @@ from typing import Any
 
 from sqlalchemy import Select, func, literal_column, select, text
 
+from memstore.errors import InvalidArgumentError, InvalidSessionIdError
 from memstore.store.plans import Plan
 from memstore.store.rows import storable
 from memstore.store.tables import nodes, nodes_fts
@@ -80,8 +81,12 @@ def search(
     dialect: str, query: str, *, session_id: str | None = None, limit: int = 20
 ) -> Plan[list[SearchHit]]:
     """The best `limit` turns matching every word of `query`, best first."""
-    if limit <= 0:
-        raise ValueError(f"limit must be positive, got {limit}")
+    if not isinstance(query, str):
+        raise InvalidArgumentError(f"a search query is text, not {type(query).__name__}")
+    if type(limit) is not int or limit <= 0:
+        raise InvalidArgumentError(f"search limit must be a positive whole number, got {limit!r}")
+    if session_id is not None and not isinstance(session_id, str):
+        raise InvalidSessionIdError(f"a session id is a string, not {type(session_id).__name__}")
     if session_id is not None and not is_storable_text(session_id):
         return []  # NUL or a lone surrogate: no stored session can have this id
     query = storable(query)  # the database could not take NUL or lone surrogates

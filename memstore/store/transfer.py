@@ -16,7 +16,7 @@ from typing import Any, BinaryIO, TextIO
 
 from sqlalchemy import bindparam, select, text, update
 
-from memstore.errors import JsonlError, UnknownSessionError
+from memstore.errors import InvalidArgumentError, JsonlError, UnknownSessionError
 from memstore.jsonl import (
     ReadOutcome,
     Record,
@@ -31,7 +31,6 @@ from memstore.store.plans import (
     INSERT_RECORDS,
     Plan,
     ensure_session,
-    fetch,
     insert_rows,
     lookup_id,
     node_id_problem,
@@ -266,7 +265,7 @@ class _Batch:
             yield from insert_rows(self.dialect, self.session_id, self.nodes, self.blocks)
             self.nodes, self.blocks = [], []
         if self.records:
-            yield from fetch(INSERT_RECORDS, self.records)
+            yield INSERT_RECORDS, self.records
             self.records = []
         self.node_ids = set()
 
@@ -411,7 +410,9 @@ def import_targets(path: Path, session_id: str | None = None) -> list[tuple[Path
     `*.jsonl` file of a directory; a session id defaults to the file name's stem."""
     if path.is_dir():
         if session_id is not None:
-            raise ValueError("session_id can only be given when importing a single file")
+            raise InvalidArgumentError(
+                f"{path} is a directory: a session id can only be given for a single file"
+            )
         files = sorted(item for item in path.glob("*.jsonl") if item.is_file())
         return [(file, file.stem) for file in files]
     if not path.is_file():
