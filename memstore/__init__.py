@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from memstore import jsjson
 from memstore.errors import (
+    AmbiguousNodeError,
     BrokenLineageError,
     CondensationError,
     DatabaseError,
@@ -220,6 +221,7 @@ def __dir__() -> list[str]:
 __all__ = [
     "SUMMARY_HEADING",
     "AgentConfig",
+    "AmbiguousNodeError",
     "AsyncSessionHandle",
     "AsyncSessionStore",
     "Block",

@@ -9,10 +9,13 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
+import io
 import json
+import logging
 import signal
+import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,11 +24,10 @@ from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from memstore import __version__
 from memstore._package import DISTRIBUTION
-from memstore.errors import MemstoreError, OutputFileError
+from memstore.errors import JsonlError, MemstoreError, OutputFileError
 from memstore.store import DEFAULT_URL
 
 if TYPE_CHECKING:
@@ -51,6 +53,8 @@ app = typer.Typer(
 )
 db_app = typer.Typer(help="Create, upgrade or inspect the database schema.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
+
+COPYABLE_TEXT = 64
 
 out = Console()
 err = Console(stderr=True)
@@ -214,6 +218,7 @@ class _Importer:
 
 
 @app.command("import")
+@friendly_errors
 def import_files(
     ctx: typer.Context,
     paths: Annotated[
@@ -265,21 +270,57 @@ def import_files(
     """
     if session is not None and (watch or source is not ImportSource.JSONL):
         raise typer.BadParameter("--session names one legacy file's session (--from jsonl)")
+    _check_session_option(paths, session)
+    _report_warnings_ourselves()
     with friendly_store(ctx) as store:
         importer = _Importer(store, source, session, verify, keep_mismatched)
         if watch:
             _watch(importer, paths, interval, as_json)
             return
-        targets = [target for path in paths for target in importer.targets(path)]
+        targets = _import_targets(importer, paths)
         reports, failures = _import_with_progress(importer, targets)
     if as_json:
         emit_json({"files": [_import_json(item) for item in reports], "errors": failures})
     else:
-        _print_import_table(reports)
+        if reports:
+            _print_import_table(reports)
+        for item in reports:
+            for warning in item.warnings:
+                err.print(f"[yellow]warning:[/yellow] {escape(warning)}", soft_wrap=True)
         for failure in failures:
             err.print(f"[red]error:[/red] {escape(failure)}", soft_wrap=True)
     if failures:
         raise typer.Exit(1)
+
+
+@functools.cache
+def _report_warnings_ourselves() -> None:
+    """The import command prints each warning a report holds; the log line would repeat it."""
+    logging.getLogger("memstore.jsonl").addHandler(logging.NullHandler())
+
+
+def _check_session_option(paths: list[Path], session: str | None) -> None:
+    """--session names one file's session: refused, before anything is imported, for more."""
+    if session is not None and (len(paths) > 1 or paths[0].is_dir()):
+        given = f"{len(paths)} paths were" if len(paths) > 1 else f"{paths[0]} is a directory"
+        raise typer.BadParameter(
+            f"it names the session of a single file, but {given} given: import the files one "
+            "by one, or leave --session out (each file's name becomes its session id)",
+            param_hint="'--session'",
+        )
+
+
+def _import_targets(importer: _Importer, paths: list[Path]) -> list[tuple[Path, str | None]]:
+    """Every file to import (with its session id, for a legacy file), found before any is
+    imported; a directory without session files is an error."""
+    targets = []
+    for path in paths:
+        found = importer.targets(path)
+        if not found and path.is_dir():
+            kind = ".jsonl" if importer.source is ImportSource.JSONL else "session"
+            raise JsonlError(path, None, f"no {kind} files in this directory: nothing to import")
+        targets.extend(found)
+    return targets
 
 
 def _import_with_progress(
@@ -303,7 +344,7 @@ def _import_with_progress(
             task = progress.add_task(file.name, total=size, n="")
 
             def advance(done: int, records: int, task: TaskID = task) -> None:
-                progress.update(task, completed=done, n=f"{records} records")
+                progress.update(task, completed=done, n=f"{records} lines")
 
             try:
                 report = importer.run(file, session_id, advance)
@@ -353,14 +394,14 @@ def _interrupt(signum: int, frame: object) -> None:
 
 def _import_line(item: FileImport) -> str:
     notes = "".join(f"; {escape(warning)}" for warning in item.warnings)
-    return f"{escape(item.session_id)}: +{item.records} records, +{item.nodes} nodes{notes}"
+    return f"{escape(item.session_id)}: +{item.records} lines, +{item.nodes} nodes{notes}"
 
 
 def _import_json(item: FileImport) -> dict[str, Any]:
     return {
         "path": str(item.path),
         "session": item.session_id,
-        "records": item.records,
+        "records": item.records,  # lines of the file, as `stats` counts them
         "nodes": item.nodes,
         "leaf": item.leaf,
         "unchanged": item.unchanged,
@@ -369,12 +410,28 @@ def _import_json(item: FileImport) -> dict[str, Any]:
 
 
 def _print_import_table(reports: list[FileImport]) -> None:
-    table = Table("session", "records", "nodes", "leaf", "note", title="imported")
-    for item in reports:
-        note = "unchanged" if item.unchanged else "; ".join(item.warnings)
-        leaf = (item.leaf or "")[:12]
-        table.add_row(item.session_id, str(item.records), str(item.nodes), leaf, note)
-    out.print(table)
+    from memstore.terminal import data_table
+
+    rows = [
+        (
+            item.session_id,
+            str(item.records),
+            str(item.nodes),
+            (item.leaf or "")[:12],
+            "unchanged" if item.unchanged else _count(len(item.warnings), "warning", ""),
+        )
+        for item in reports
+    ]
+    headers = ("session", "lines", "nodes", "leaf", "note")
+    copyable = (True, True, True, True, False)
+    out.print(data_table(headers, rows, copyable=copyable, width=out.width, title="imported"))
+
+
+def _count(n: int, noun: str, none: str) -> str:
+    """'1 warning', '3 warnings', or `none` for zero."""
+    if n == 0:
+        return none
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 class ExportFormat(enum.StrEnum):
@@ -420,13 +477,15 @@ def export(
         bool, typer.Option("--all", help="Export every session into the -o directory.")
     ] = False,
     form: Annotated[
-        ExportFormat,
+        ExportFormat | None,
         typer.Option(
             "--format",
             help="jsonl: the legacy file, byte for byte; md: the head's transcript; "
-            "html: the whole tree as one self-contained page.",
+            "html: the whole tree as one self-contained page (default: from the -o file's "
+            "extension, .md, .html or .htm; else jsonl).",
+            show_default=False,
         ),
-    ] = ExportFormat.JSONL,
+    ] = None,
 ) -> None:
     """Write sessions back as legacy JSONL files (byte for byte), or as readable transcripts.
 
@@ -437,6 +496,7 @@ def export(
 
     if all_sessions == (session is not None):
         raise typer.BadParameter("name one SESSION, or pass --all")
+    form = form or _format_of(output if session is not None else None)
     suffix = f".{form.value}"
     with friendly_store(ctx) as store:
         if session is not None:
@@ -450,6 +510,21 @@ def export(
             written = _export_one(store, session_id, target, form)
             note = "" if target.stem == session_id else _renamed(session_id, suffix)
             out.print(f"{escape(session_id)}: {written} -> {escape(str(target))}{note}")
+
+
+_SUFFIX_FORMATS = {
+    ".md": ExportFormat.MD,
+    ".markdown": ExportFormat.MD,
+    ".html": ExportFormat.HTML,
+    ".htm": ExportFormat.HTML,
+}
+
+
+def _format_of(output: Path | None) -> ExportFormat:
+    """The format an export file's extension asks for (case ignored); JSONL otherwise."""
+    if output is None:
+        return ExportFormat.JSONL
+    return _SUFFIX_FORMATS.get(output.suffix.lower(), ExportFormat.JSONL)
 
 
 def _export_directory(output: Path | None) -> Path:
@@ -477,28 +552,31 @@ def _renamed(session_id: str, suffix: str) -> str:
 def list_sessions(
     ctx: typer.Context,
     tag: Annotated[str | None, typer.Option(help="Only sessions with this tag.")] = None,
-    limit: Annotated[int | None, typer.Option(help="At most this many.")] = None,
+    limit: Annotated[int | None, typer.Option(min=0, help="At most this many.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """List sessions, most recently updated first."""
-    from memstore.terminal import format_time
+    from memstore.terminal import data_table, format_time
 
     with friendly_store(ctx) as store:
         infos = store.sessions(tag=tag, limit=limit)
     if as_json:
         emit_json([_session_json(info) for info in infos])
         return
-    table = Table("session", "nodes", "branches", "updated (UTC)", "head", "title")
-    for info in infos:
-        table.add_row(
-            escape(info.id),
+    rows = [
+        (
+            info.id,
             str(info.node_count),
             str(info.branch_count),
             format_time(info.updated_at),
             (info.head or "")[:12],
-            escape(info.title or ""),
+            info.title or "",
         )
-    out.print(table)
+        for info in infos
+    ]
+    headers = ("session", "nodes", "branches", "updated (UTC)", "head", "title")
+    copyable = (True, True, True, True, True, False)
+    out.print(data_table(headers, rows, copyable=copyable, width=out.width))
 
 
 def _session_json(info: SessionInfo) -> dict[str, Any]:
@@ -542,8 +620,11 @@ def tree(
 def show(
     ctx: typer.Context,
     session: Annotated[str, typer.Argument(help="The session to show.")],
-    leaf: Annotated[str | None, typer.Option(help="End of the path (default: the head).")] = None,
-    last: Annotated[int | None, typer.Option(help="Only the newest N turns.")] = None,
+    leaf: Annotated[
+        str | None,
+        typer.Option(help="End of the path: a node id or a unique prefix (default: the head)."),
+    ] = None,
+    last: Annotated[int | None, typer.Option(min=0, help="Only the newest N turns.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the nodes as JSON.")] = False,
 ) -> None:
     """Print the transcript of one path of a session (root to the head, or to --leaf)."""
@@ -552,6 +633,8 @@ def show(
 
     with friendly_store(ctx) as store:
         store.session_info(session)  # raises UnknownSessionError
+        if leaf is not None:
+            leaf = store.resolve_node_id(session, leaf)  # a short id, as the tables show them
         nodes = store.load_path_nodes(session, leaf, last=last)
     if as_json:
         emit_json([jsjson.loads(jsjson.dumps(node.to_json())) for node in nodes])
@@ -564,46 +647,51 @@ def search(
     ctx: typer.Context,
     query: Annotated[str, typer.Argument(help="Words to find (all of them).")],
     session: Annotated[str | None, typer.Option(help="Only in this session.")] = None,
-    limit: Annotated[int, typer.Option(help="At most this many hits.")] = 20,
+    limit: Annotated[int, typer.Option(min=0, help="At most this many hits.")] = 20,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Full-text search over text, thinking, tool calls and results, on every branch."""
-    from memstore.terminal import format_time
+    from memstore.terminal import data_table, format_time
 
     with friendly_store(ctx) as store:
         hits = store.search(query, session_id=session, limit=limit)
     if as_json:
         emit_json([dataclasses.asdict(hit) for hit in hits])
         return
-    table = Table("session", "node", "role", "time (UTC)", "snippet")
-    for hit in hits:
-        table.add_row(
-            escape(hit.session_id),
+    rows = [
+        (
+            hit.session_id,
             hit.node_id[:12],
             hit.role,
             format_time(hit.created_at),
-            escape(hit.snippet.replace("\n", " ")),
+            hit.snippet.replace("\n", " "),
         )
-    out.print(table)
+        for hit in hits
+    ]
+    headers = ("session", "node", "role", "time (UTC)", "snippet")
+    copyable = (True, True, True, True, False)
+    out.print(data_table(headers, rows, copyable=copyable, width=out.width))
 
 
 @app.command()
 def sql(
     ctx: typer.Context,
     statement: Annotated[str, typer.Argument(help="One SELECT (read-only).")],
-    limit: Annotated[int, typer.Option(help="At most this many rows.")] = 1000,
+    limit: Annotated[int, typer.Option(min=0, help="At most this many rows.")] = 1000,
     as_json: Annotated[bool, typer.Option("--json", help="Print rows as JSON objects.")] = False,
 ) -> None:
     """Run one read-only SQL query (the views turns, blocks, tool_calls, session_stats help)."""
+    from memstore.terminal import data_table
+
     with friendly_store(ctx) as store:
         result = store.read_only_query(statement, limit=limit)
     if as_json:
         emit_json([dict(zip(result.columns, row, strict=True)) for row in result.rows])
         return
-    table = Table(*(escape(name) for name in result.columns))
-    for row in result.rows:
-        table.add_row(*(escape("" if value is None else str(value)) for value in row))
-    out.print(table)
+    rows = [tuple("" if value is None else str(value) for value in row) for row in result.rows]
+    copyable = [_copyable(column) for column in zip(*result.rows, strict=True)]
+    copyable = copyable or [True] * len(result.columns)
+    out.print(data_table(result.columns, rows, copyable=copyable, width=out.width))
     if result.truncated:
         err.print(f"(only the first {limit} rows; pass --limit to see more)")
 
@@ -614,19 +702,29 @@ def stats(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Totals over the store: sessions, nodes, tool calls, failures, most used tools."""
+    from memstore.terminal import data_table
+
     with friendly_store(ctx) as store:
         totals = store.stats()
     if as_json:
         emit_json(dataclasses.asdict(totals))
         return
     out.print(
-        f"{totals.sessions} sessions, {totals.nodes} nodes, {totals.records} records, "
+        f"{totals.sessions} sessions, {totals.nodes} nodes, {totals.records} lines of JSONL, "
         f"{totals.tool_calls} tool calls ({totals.failed_tool_calls} failed)"
     )
-    table = Table("tool", "calls", title="most used tools")
-    for name, calls in totals.top_tools:
-        table.add_row(escape(name), str(calls))
+    rows = [(name, str(calls)) for name, calls in totals.top_tools]
+    table = data_table(
+        ("tool", "calls"), rows, copyable=(True, True), width=out.width, title="most used tools"
+    )
     out.print(table)
+
+
+def _copyable(values: Iterable[Any]) -> bool:
+    """Whether a query's column holds values a user may copy whole: numbers, ids, times
+    (anything without spaces up to 64 characters), rather than text to wrap."""
+    texts = (value for value in values if isinstance(value, str))
+    return not any(len(text) > COPYABLE_TEXT or any(c.isspace() for c in text) for text in texts)
 
 
 class InvokerChoice(enum.StrEnum):
@@ -659,21 +757,30 @@ def compact(
         ),
     ] = InvokerChoice.EXTRACTIVE,
     model: Annotated[str, typer.Option(help="The summarizing model's id.")] = "extractive",
-    window: Annotated[int, typer.Option(help="The model's context window, in tokens.")] = 128_000,
+    window: Annotated[
+        int, typer.Option(min=1, help="The model's context window, in tokens.")
+    ] = 128_000,
     max_output: Annotated[
-        int | None, typer.Option(help="Tokens to reserve for the model's reply.")
+        int | None, typer.Option(min=1, help="Tokens to reserve for the model's reply.")
     ] = None,
     base_url: Annotated[str | None, typer.Option(help="The API's base URL.")] = None,
-    keep_recent: Annotated[int, typer.Option(help="Trailing turns kept verbatim.")] = 8,
+    keep_recent: Annotated[int, typer.Option(min=0, help="Trailing turns kept verbatim.")] = 8,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Condense a session's head path into a new branch: a summary, then the kept tail.
 
     The old branch stays in place; the head moves to the new branch.
     """
+    from memstore.condense import minimum_window, request_budget
     from memstore.types import CompactionPolicy, ModelCard
 
     card = ModelCard(id=model, context_window=window, max_output_tokens=max_output)
+    if request_budget(card) is None:
+        raise typer.BadParameter(
+            f"a window of {window} tokens cannot hold the summarizing request and its reply; "
+            f"give at least {minimum_window(max_output)}",
+            param_hint="'--window'",
+        )
     with friendly_store(ctx) as store:
         chosen = _invoker(invoker, model, base_url)
         result = store.compact_session(
@@ -681,14 +788,25 @@ def compact(
         )
     if as_json:
         emit_json(dataclasses.asdict(result))
+    elif result.previous_head is None:
+        out.print(f"{escape(session)} is empty: nothing to condense")
     elif not result.changed:
-        out.print(f"{escape(session)}: nothing to condense (keeping {keep_recent} turns)")
+        out.print(
+            f"{escape(session)}: nothing to condense: all {result.kept_turns} turns of the "
+            f"head's path are kept (--keep-recent {keep_recent})"
+        )
     else:
         out.print(
             f"{escape(session)}: condensed {result.condensed_turns} turns "
             f"(~{result.tokens_before} -> ~{result.tokens_after} tokens), kept "
             f"{result.kept_turns}; new head {result.new_head} (previous head "
             f"{result.previous_head} is still there)"
+        )
+    if result.changed and result.tokens_after > window:
+        err.print(
+            f"[yellow]warning:[/yellow] the new branch still holds ~{result.tokens_after} "
+            f"tokens, more than the window of {window}: keep fewer turns (--keep-recent)",
+            soft_wrap=True,
         )
 
 
@@ -709,6 +827,11 @@ def demo(
 
 def main() -> None:
     """Entry point of the `memstore` console script."""
+    # A turn may hold lone surrogates (JavaScript strings can): write them as `\udXXX` escapes,
+    # which is also how JSON spells them, rather than fail half-way through the output.
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
     app()
 
 

@@ -44,6 +44,7 @@ __all__ = [
     "estimate_context_tokens",
     "find_cut_point",
     "minimum_budget",
+    "minimum_window",
     "render_transcript",
     "request_budget",
     "should_compact",
@@ -378,6 +379,19 @@ def request_budget(model: ModelCard) -> int | None:
     """The tokens one summarizing request may hold on this card; None if the window is too small."""
     budget = model.context_window - _reply_reserve(model)
     return budget if budget >= minimum_budget() else None
+
+
+def minimum_window(max_output_tokens: int | None = None) -> int:
+    """The smallest context window whose card (with this reply limit) `request_budget` accepts."""
+    low, high = 1, 2 * (minimum_budget() + (max_output_tokens or 0))
+    while low < high:  # the budget never shrinks as the window grows
+        middle = (low + high) // 2
+        card = ModelCard(id="", context_window=middle, max_output_tokens=max_output_tokens)
+        if request_budget(card) is None:
+            low = middle + 1
+        else:
+            high = middle
+    return low
 
 
 async def compact(

@@ -7,6 +7,7 @@ MemstoreError
 ├── InvalidSessionIdError   a session id that is empty, too long or unsafe as a file name
 ├── GraphError              a session DAG refused an operation
 │   ├── UnknownNodeError    a node id the session does not hold
+│   │   └── AmbiguousNodeError  a short id that more than one node's id starts with
 │   └── BrokenLineageError  a parent link that leads nowhere, or in a circle
 ├── CondensationError       a summary could not be produced; the history is untouched
 ├── InvokerConfigError      a model invoker missing a key, a model or a valid URL
@@ -57,6 +58,21 @@ class UnknownNodeError(GraphError, KeyError):
     def __str__(self) -> str:
         # KeyError would otherwise render the message with quotes around it.
         return str(self.args[0])
+
+
+class AmbiguousNodeError(UnknownNodeError):
+    """A short node id (a prefix) that more than one of the session's node ids starts with."""
+
+    def __init__(self, session_id: str, prefix: str, candidates: list[str], more: bool) -> None:
+        listed = ", ".join(candidates) + (", ..." if more else "")
+        KeyError.__init__(
+            self,
+            f"session {session_id!r}: the short id {prefix!r} is ambiguous: it starts "
+            f"{listed}; give more of the id",
+        )
+        self.session_id = session_id
+        self.node_id = prefix
+        self.candidates = candidates
 
 
 class BrokenLineageError(GraphError):

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from rich.cells import cell_len
 from rich.console import Group, RenderableType
 from rich.markup import escape
 from rich.panel import Panel
 from rich.syntax import Syntax
+from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
@@ -18,9 +21,10 @@ from memstore.graph import SessionGraph
 from memstore.render._common import turn_preview
 from memstore.types import SessionNode
 
-__all__ = ["format_time", "render_transcript", "render_tree"]
+__all__ = ["data_table", "format_time", "render_transcript", "render_tree"]
 
 PREVIEW = 70
+TEXT_MIN_WIDTH = 12  # what a text column keeps, at least, beside whole copyable columns
 
 
 def format_time(epoch_ms: int) -> str:
@@ -33,31 +37,34 @@ def _one_line(node: SessionNode) -> str:
 
 
 def _label(node: SessionNode, head: str | None) -> str:
+    # The marker comes before the preview, which a narrow terminal cuts.
     marker = " [bold yellow]◀ head[/bold yellow]" if node.id == head else ""
-    return f"[dim]{node.id[:8]}[/dim] [b]{node.turn.role}[/b]: {_one_line(node)}{marker}"
+    return f"[dim]{node.id[:8]}[/dim]{marker} [b]{node.turn.role}[/b]: {_one_line(node)}"
 
 
 def render_tree(graph: SessionGraph) -> Tree:
     """The session DAG as a Rich tree, the head marked.
 
-    A run of turns without a fork stays at one indentation; at a fork, each branch nests under
-    its first turn, so a deep session stays narrow.
+    A run of turns without a fork is one entry, a line per turn, without a connector of its
+    own; a fork hangs its branches under the run's last turn, each with its connector
+    (`├──`, `└──`). So a continuation and a branch never look alike, and a deep session stays
+    narrow.
     """
     children: dict[str | None, list[SessionNode]] = {}
     for node in graph.all():
         children.setdefault(node.parent, []).append(node)
     tree = Tree(f"[bold]{escape(graph.session_id)}[/bold]")
-    roots = children.get(None, [])
-    # (where the line goes, the node, whether it starts a branch that holds its own run)
-    pending = [(tree, root, len(roots) > 1) for root in reversed(roots)]
+    pending = [(tree, root) for root in reversed(children.get(None, []))]
     while pending:
-        container, node, starts_branch = pending.pop()
-        item = container.add(_label(node, graph.leaf))
-        kids = children.get(node.id, [])
-        if len(kids) == 1:
-            pending.append((item if starts_branch else container, kids[0], False))
-        else:
-            pending.extend((item, kid, True) for kid in reversed(kids))
+        container, first = pending.pop()
+        run = [first]
+        while len(kids := children.get(run[-1].id, [])) == 1:
+            run.append(kids[0])
+        lines = "\n".join(_label(node, graph.leaf) for node in run)
+        label = Text.from_markup(lines, overflow="ellipsis")
+        label.no_wrap = True  # a turn is one line: a wrapped one would look like another turn
+        item = container.add(label)
+        pending.extend((item, kid) for kid in reversed(kids))
     return tree
 
 
@@ -92,3 +99,39 @@ def render_transcript(nodes: list[SessionNode]) -> RenderableType:
         parts.extend(_block(block) for block in wire["blocks"])
         parts.append(Text(""))
     return Group(*parts)
+
+
+def data_table(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    *,
+    copyable: Sequence[bool],
+    width: int,
+    title: str | None = None,
+) -> Table:
+    """A table that never cuts a copyable cell (an id, a number, a time) with an ellipsis.
+
+    Copyable columns are shown whole when they fit `width` beside a narrow share for each text
+    column (text columns wrap); when they cannot all fit, every column folds onto more lines.
+    """
+    widths = [
+        max([cell_len(header), *(cell_len(row[index]) for row in rows)])
+        for index, header in enumerate(headers)
+    ]
+    frame = 1 + 3 * len(headers)  # the left edge, then padding on both sides and an edge
+    needed = frame + sum(
+        size if copy else min(size, TEXT_MIN_WIDTH)
+        for size, copy in zip(widths, copyable, strict=True)
+    )
+    whole = needed <= width
+    table = Table(title=title)
+    for header, size, copy in zip(headers, widths, copyable, strict=True):
+        if copy and whole:
+            table.add_column(header, no_wrap=True, min_width=size)
+        elif whole:
+            table.add_column(header, overflow="fold", min_width=min(size, TEXT_MIN_WIDTH))
+        else:
+            table.add_column(header, overflow="fold")
+    for row in rows:
+        table.add_row(*(Text(cell) for cell in row))
+    return table

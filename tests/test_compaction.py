@@ -73,7 +73,8 @@ def node_count(store: SessionStore, session_id: str) -> int:
 def test_compacting_puts_a_summary_and_the_tail_on_a_new_branch(store: SessionStore) -> None:
     ids = seed(store, "s", history(40))
     old_head = ids[-1]
-    old_path = store.load_path("s")
+    old_nodes = store.load_path_nodes("s")
+    old_path = [node.turn for node in old_nodes]
     assert estimate_context_tokens(old_path) > 2 * CARD.context_window  # several chunks
     count = node_count(store, "s")
 
@@ -110,7 +111,10 @@ def test_compacting_puts_a_summary_and_the_tail_on_a_new_branch(store: SessionSt
         }
     }
     assert as_json(new_path[1:]) == as_json(old_path[cut:])
-    assert [node.created_at for node in new_nodes] == [COMPACTED_AT] * 7
+    # The summary is new; the turns kept keep their own times (issue 18 item 11).
+    kept_times = [node.created_at for node in old_nodes[cut:]]
+    assert [node.created_at for node in new_nodes] == [COMPACTED_AT, *kept_times]
+    assert kept_times[0] < COMPACTED_AT
     assert as_json(store.load_path("s", old_head)) == as_json(old_path)
     assert node_count(store, "s") == count + 1 + 6
 

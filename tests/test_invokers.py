@@ -776,6 +776,57 @@ def test_extractive_summarizes_end_to_end() -> None:
     assert len(block.text) <= len(SUMMARY_HEADING) + 1 + 300
 
 
+def many_rounds(rounds: int) -> list[dict[str, Any]]:
+    """A long history: each round a request, two tool calls (one failing) and an answer."""
+    turns: list[dict[str, Any]] = []
+    for n in range(rounds):
+        calls = [
+            {"kind": "tool_call", "id": f"a{n}", "name": "bash", "input": {"cmd": f"make {n}"}},
+            {"kind": "tool_call", "id": f"b{n}", "name": f"tool_{n % 3}", "input": n},
+        ]
+        results = [
+            {"kind": "tool_result", "callId": f"a{n}", "output": "x" * 300},
+            {"kind": "tool_result", "callId": f"b{n}", "output": "no", "isError": n % 10 == 0},
+        ]
+        turns += [
+            {"role": "user", "blocks": [{"kind": "text", "text": f"Request number {n}"}]},
+            {"role": "assistant", "blocks": calls},
+            {"role": "user", "blocks": results},
+            {"role": "assistant", "blocks": [{"kind": "text", "text": f"Answer number {n}"}]},
+        ]
+    return turns
+
+
+@pytest.mark.parametrize("max_chars", [2000, 120])
+def test_extractive_merges_chunk_summaries_without_nesting_or_losing_counts(
+    max_chars: int,
+) -> None:
+    history = many_rounds(60)
+    turn = run_bounded(summarize(history, extractive(max_chars), budget_tokens=1500))
+    [block] = turn.blocks
+    assert isinstance(block, TextBlock)
+    assert block.text.count(SUMMARY_HEADING) == 1
+    assert block.text.count("First request:") == 1
+    assert "Tool calls (120): " in block.text  # every chunk's calls, even when names were cut
+    if max_chars == 2000:
+        assert block.text.startswith(f"{SUMMARY_HEADING}\nFirst request: Request number 0\n")
+        assert "Latest request: Request number 59" in block.text
+        assert "bash (60)" in block.text
+        assert "Tool errors (6): " in block.text
+        assert block.text.endswith("Last answer: Answer number 59")
+
+
+def test_extractive_reads_an_earlier_summary_as_a_summary() -> None:
+    earlier = f"{SUMMARY_HEADING}\nFirst request: Build it\nTool calls (7): make (4), ls (2), c…"
+    history = [
+        {"role": "user", "blocks": [{"kind": "text", "text": earlier}]},
+        *HISTORY,
+    ]
+    text = summary_text(run_extractive(transcript_of(history)))
+    assert text.startswith("First request: Build it\nLatest request: Fix the failing test")
+    assert "Tool calls (10): make (4), ls (2), read_file (2), run_tests (1), others (1)" in text
+
+
 def test_extractive_refuses_a_bad_bound() -> None:
     with pytest.raises(InvokerConfigError):
         extractive(0)

@@ -2,7 +2,10 @@
 
 It reads the transcript `render_transcript` wrote (sections `[user]` / `[assistant]`, tool calls as
 `-> tool call NAME [ID]: INPUT`, results as `<- tool result [ID]: ...` or `<- tool error [ID]: ...`)
-and keeps the first request, the latest one, the tool calls made and the last answer.
+and keeps the first request, the latest one, the tool calls made and the last answer. A section
+that is itself a summary (headed `[condensed earlier context]`: a chunk's summary being merged, or
+an earlier compaction) is read back line by line, so merged summaries count every chunk's tool
+calls and never nest one summary's heading inside another.
 """
 
 from __future__ import annotations
@@ -13,7 +16,12 @@ from collections import Counter
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 
-from memstore.condense import CHARS_PER_TOKEN, estimate_context_tokens, render_transcript
+from memstore.condense import (
+    CHARS_PER_TOKEN,
+    SUMMARY_HEADING,
+    estimate_context_tokens,
+    render_transcript,
+)
 from memstore.invokers._config import InvokerConfigError
 from memstore.types import (
     Conversation,
@@ -32,7 +40,11 @@ _SECTION = re.compile(r"(?:^|\n\n)\[(user|assistant)\](?:\n|$)")
 _CALL = re.compile(r"-> tool call (.*?) \[(.*?)\]: (.*)")
 _RESULT = re.compile(r"<- tool (result|error) \[(.*?)\]: (.*)")
 _SPACE = re.compile(r"\s+")
+_LABELLED = re.compile(r"([A-Z][a-z]+(?: [a-z]+)?)(?: \((\d+)\))?: (.*)")
+_COUNTED = re.compile(r"(.+) \((\d+)\)")
+_OMITTED = re.compile(r"\[\.\.\. \d+ characters omitted \.\.\.\]")
 _ELLIPSIS = "…"
+_OTHERS = "others"  # the calls an earlier summary counted without naming their tool
 _MIN_VALUE = 24  # below this a cut value says little: drop a less important line instead
 
 
@@ -112,6 +124,9 @@ class _Digest:
     names: dict[str, str] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     other: list[str] = field(default_factory=list)
+    # Calls and errors an earlier summary counted but no longer names (its list was cut).
+    unnamed_calls: int = 0
+    unnamed_errors: int = 0
 
 
 def summarize_transcript(transcript: str, max_chars: int) -> str:
@@ -131,6 +146,9 @@ def _digest(transcript: str) -> _Digest:
     parts = _SECTION.split(transcript)
     sections = [(None, parts[0]), *zip(parts[1::2], parts[2::2], strict=True)]
     for role, body in sections:
+        if role == "user" and body.startswith(f"{SUMMARY_HEADING}\n"):
+            _read_summary(digest, body[len(SUMMARY_HEADING) + 1 :])
+            continue
         texts: list[str] = []
         for line in body.split("\n"):
             if call := _CALL.fullmatch(line):
@@ -150,6 +168,37 @@ def _digest(transcript: str) -> _Digest:
     return digest
 
 
+def _read_summary(digest: _Digest, summary: str) -> None:
+    """Add what an earlier summary (of this invoker's making, or any text) says to `digest`."""
+    loose: list[str] = []
+    for line in summary.split("\n"):
+        labelled = _LABELLED.fullmatch(line)
+        label, count, value = labelled.groups() if labelled else ("", None, line)
+        if label in ("First request", "Latest request"):
+            digest.requests.append(value)
+        elif label == "Last answer":
+            digest.answers.append(value)
+        elif label in ("Context", "Transcript excerpt"):
+            digest.other.append(value)
+        elif label == "Tool calls" and count is not None:
+            named = [_COUNTED.fullmatch(part) for part in value.split(", ")]
+            found = [(match.group(1), int(match.group(2))) for match in named if match]
+            for name, calls in found:
+                if name != _OTHERS:
+                    digest.calls[name] += calls
+            digest.unnamed_calls += int(count) - sum(
+                calls for name, calls in found if name != _OTHERS
+            )
+        elif label == "Tool errors" and count is not None:
+            listed = [part for part in value.split("; ") if not part.endswith(_ELLIPSIS)]
+            digest.errors.extend(listed)
+            digest.unnamed_errors += int(count) - len(listed)
+        elif not _OMITTED.fullmatch(line):
+            loose.append(line)
+    if text := _squeeze("\n".join(loose)):
+        digest.other.append(text)
+
+
 def _lines(digest: _Digest) -> list[_Line]:
     """The summary's lines in reading order, each with its rank (0 is kept longest)."""
     lines: list[_Line] = []
@@ -159,11 +208,15 @@ def _lines(digest: _Digest) -> list[_Line]:
             lines.append(_Line(4, "Latest request: ", digest.requests[-1]))
     elif digest.other:
         lines.append(_Line(0, "Context: ", digest.other[0]))
-    if digest.calls:
-        counts = ", ".join(f"{name} ({count})" for name, count in digest.calls.most_common())
-        lines.append(_Line(2, f"Tool calls ({digest.calls.total()}): ", counts))
-    if digest.errors:
-        lines.append(_Line(3, f"Tool errors ({len(digest.errors)}): ", "; ".join(digest.errors)))
+    if digest.calls or digest.unnamed_calls > 0:
+        named = [f"{name} ({count})" for name, count in digest.calls.most_common()]
+        if digest.unnamed_calls > 0:
+            named.append(f"{_OTHERS} ({digest.unnamed_calls})")
+        total = digest.calls.total() + max(digest.unnamed_calls, 0)
+        lines.append(_Line(2, f"Tool calls ({total}): ", ", ".join(named)))
+    if digest.errors or digest.unnamed_errors > 0:
+        total = len(digest.errors) + max(digest.unnamed_errors, 0)
+        lines.append(_Line(3, f"Tool errors ({total}): ", "; ".join(digest.errors)))
     if digest.answers:
         lines.append(_Line(1, "Last answer: ", digest.answers[-1]))
     return lines

@@ -186,6 +186,11 @@ class AsyncSessionStore:
         """See `SessionStore.head`."""
         return await self._run(plans.head(session_id), write=False, action="reading a head")
 
+    async def resolve_node_id(self, session_id: str, node_id: str) -> str:
+        """See `SessionStore.resolve_node_id`."""
+        plan = plans.resolve_node_id(session_id, node_id)
+        return await self._run(plan, write=False, action="looking up a node id")
+
     async def sessions(
         self,
         *,

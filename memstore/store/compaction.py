@@ -15,7 +15,7 @@ from sqlalchemy import select
 
 from memstore.condense import compact, estimate_context_tokens
 from memstore.errors import UnknownSessionError
-from memstore.graph import SessionGraph
+from memstore.graph import SessionGraph, system_clock
 from memstore.store import plans
 from memstore.store.plans import Plan
 from memstore.store.tables import sessions
@@ -130,7 +130,9 @@ async def draft_branch(
         "tokensBefore": before,
         "tokensAfter": after,
     }
-    graph = SessionGraph(session_id, clock)
+    # The summary is written now; the turns kept keep the times they were first written at.
+    times = iter([(clock or system_clock)(), *(node.created_at for node in path[cut:])])
+    graph = SessionGraph(session_id, lambda: next(times))
     nodes = tuple(graph.append(turn) for turn in (_marked(summary, record), *tail))
     result = CompactionResult(
         session_id=session_id,

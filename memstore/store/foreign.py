@@ -117,7 +117,7 @@ def import_foreign_file(
     report.unchanged = report.records == 0
     if not report.unchanged:
         report.leaf = reader.facts.head
-        yield from _describe_session(dialect, target, reader)
+        yield from _describe_session(dialect, target, reader, batch.session_times())
     return report
 
 
@@ -137,9 +137,11 @@ def _add(path: Path, line: Line, raw: str, entry: Entry, batch: _Batch, usage: _
     usage.add(entry.node_id, entry)
 
 
-def _describe_session(dialect: str, target: ForeignTarget, reader: ForeignReader) -> Plan[None]:
+def _describe_session(
+    dialect: str, target: ForeignTarget, reader: ForeignReader, times: dict[str, Any]
+) -> Plan[None]:
     """The session's head, title, metadata and tags, from what its file said (added to what
-    the session held; the file's say wins)."""
+    the session held; the file's say wins), and its times from its nodes'."""
     facts = reader.facts
     info = yield from session_info(target.session_id)
     metadata = {**info.metadata, **facts.metadata()}
@@ -149,9 +151,7 @@ def _describe_session(dialect: str, target: ForeignTarget, reader: ForeignReader
     tags = sorted(set(info.tags) | facts.tags)
     yield from update_session(dialect, target.session_id, title=title, tags=tags, metadata=metadata)
     yield (
-        update(sessions)
-        .where(sessions.c.id == target.session_id)
-        .values(head=facts.head, updated_at=now_ms())
+        update(sessions).where(sessions.c.id == target.session_id).values(head=facts.head, **times)
     )
 
 

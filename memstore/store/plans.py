@@ -28,6 +28,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from memstore import jsjson
 from memstore.errors import (
+    AmbiguousNodeError,
     HeadMovedError,
     InvalidArgumentError,
     InvalidNodeIdError,
@@ -351,6 +352,32 @@ def head(session_id: str) -> Plan[str | None]:
     return value
 
 
+SHOWN_CANDIDATES = 10
+
+
+def resolve_node_id(session_id: str, node_id: str) -> Plan[str]:
+    """The id of the session's node that `node_id` names: that id itself, or the one id that
+    starts with it (a short id, as git takes them).
+
+    Raises:
+        UnknownNodeError: no node's id is or starts with `node_id`.
+        AmbiguousNodeError: several do; it lists them.
+    """
+    owned = nodes.c.session_id == lookup_id(session_id)
+    wanted = lookup_id(node_id)
+    if wanted and (yield select(nodes.c.id).where(owned, nodes.c.id == wanted)).first():
+        return node_id
+    starts = func.substr(nodes.c.id, 1, len(wanted)) == wanted
+    query = select(nodes.c.id).where(owned, starts).order_by(nodes.c.id)
+    found = list((yield query.limit(SHOWN_CANDIDATES + 1)).scalars()) if wanted else []
+    if len(found) == 1:
+        return str(found[0])
+    if not found:
+        raise UnknownNodeError(session_id, node_id)
+    more = len(found) > SHOWN_CANDIDATES
+    raise AmbiguousNodeError(session_id, node_id, found[:SHOWN_CANDIDATES], more)
+
+
 def list_session_ids() -> Plan[list[str]]:
     """Every session id, sorted."""
     return list((yield select(sessions.c.id).order_by(sessions.c.id)).scalars())
@@ -395,7 +422,7 @@ def _tip_count() -> Any:
 
 @dataclass(frozen=True)
 class StoreStats:
-    """Totals over the whole store."""
+    """Totals over the whole store; `records` counts JSONL lines, as an import reports them."""
 
     sessions: int
     nodes: int
@@ -412,6 +439,7 @@ def store_stats(top: int = 10) -> Plan[StoreStats]:
             select(func.count()).select_from(sessions).scalar_subquery(),
             select(func.count()).select_from(nodes).scalar_subquery(),
             select(func.count()).select_from(records).scalar_subquery(),
+            select(func.count()).where(records.c.kind == "append").scalar_subquery(),
             select(func.count()).where(node_blocks.c.kind == "tool_call").scalar_subquery(),
             select(func.count()).where(node_blocks.c.is_error == 1).scalar_subquery(),
         )
@@ -424,11 +452,11 @@ def store_stats(top: int = 10) -> Plan[StoreStats]:
         .order_by(calls.desc(), node_blocks.c.tool_name)
         .limit(top)
     )
-    session_count, node_count, record_count, call_count, failed_count = map(int, tuple(totals))
+    session_count, node_count, rows, appends, call_count, failed_count = map(int, tuple(totals))
     return StoreStats(
         sessions=session_count,
         nodes=node_count,
-        records=record_count,
+        records=rows + appends,  # an append row stands for a node line and a head line
         tool_calls=call_count,
         failed_tool_calls=failed_count,
         top_tools=tuple((row.tool_name or "", row.calls) for row in tools),
@@ -444,6 +472,8 @@ def list_sessions(
     session_id: str | None = None,
 ) -> Plan[list[SessionInfo]]:
     """Sessions, most recently updated first, filtered by tag, title and metadata values."""
+    if limit is not None and limit < 0:
+        raise ValueError(f"limit must be >= 0, got {limit}")
     count = select(func.count()).where(nodes.c.session_id == sessions.c.id).scalar_subquery()
     query = select(
         sessions, count.label("node_count"), _tip_count().label("branch_count")

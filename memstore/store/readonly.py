@@ -1,7 +1,8 @@
 """Running a user's SQL without letting it change anything (`memstore sql`).
 
 SQLite: a separate connection opened read-only (`mode=ro`) with an authorizer that allows only
-reading (no ATTACH, no PRAGMA, no writes); the driver refuses more than one statement.
+reading (no ATTACH, no writes, and of the PRAGMAs only those that describe the schema, such as
+`table_info`); the driver refuses more than one statement.
 PostgreSQL: a READ ONLY transaction that has already taken its snapshot (so it cannot be made
 READ WRITE), a prepared statement (so only one statement), a check that the statement took no
 transaction id (which every write takes), and a rollback whatever happens. A
@@ -27,6 +28,18 @@ __all__ = ["QueryResult", "run_read_only"]
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _ALLOWED = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, 33}  # RECURSIVE
+SCHEMA_PRAGMAS = frozenset(
+    {
+        "foreign_key_list",
+        "index_info",
+        "index_list",
+        "index_xinfo",
+        "table_info",
+        "table_list",
+        "table_xinfo",
+    }
+)
+"""PRAGMAs that only describe the schema, whatever their argument (a table or index name)."""
 
 
 @dataclass(frozen=True)
@@ -38,8 +51,10 @@ class QueryResult:
     truncated: bool
 
 
-def _only_reading(action: int, *_: object) -> int:
-    return sqlite3.SQLITE_OK if action in _ALLOWED else sqlite3.SQLITE_DENY
+def _only_reading(action: int, name: object, *_: object) -> int:
+    if action in _ALLOWED or (action == sqlite3.SQLITE_PRAGMA and name in SCHEMA_PRAGMAS):
+        return sqlite3.SQLITE_OK
+    return sqlite3.SQLITE_DENY
 
 
 def _fetch(cursor: Any, limit: int) -> QueryResult:

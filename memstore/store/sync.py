@@ -173,6 +173,16 @@ class SessionStore:
         """The session's head node id, or None."""
         return self._run(plans.head(session_id), write=False, action="reading a head")
 
+    def resolve_node_id(self, session_id: str, node_id: str) -> str:
+        """The full id of the node that `node_id` (the id, or a unique prefix of it) names.
+
+        Raises:
+            UnknownNodeError: no node of the session has or starts with that id.
+            AmbiguousNodeError: several nodes' ids start with it (they are listed).
+        """
+        plan = plans.resolve_node_id(session_id, node_id)
+        return self._run(plan, write=False, action="looking up a node id")
+
     def sessions(
         self,
         *,

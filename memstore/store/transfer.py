@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
-from sqlalchemy import bindparam, select, text, update
+from sqlalchemy import bindparam, case, literal, select, text, update
 
 from memstore.errors import InvalidArgumentError, JsonlError, UnknownSessionError
 from memstore.jsonl import (
@@ -222,6 +222,8 @@ class _Batch:
         self.blocks: list[dict[str, Any]] = []
         self.records: list[dict[str, Any]] = []
         self.node_ids: set[str] = set()
+        self.earliest: int | None = None  # the times of every node added, across flushes
+        self.latest: int | None = None
 
     def add_record(self, kind: str, node_id: str | None, raw: str | None) -> None:
         """Queue a record; a canonical head right after its canonical node makes an append."""
@@ -259,6 +261,18 @@ class _Batch:
         self.nodes.append(row)
         self.blocks.extend(blocks)
         self.node_ids.add(record.node_id)
+        time = record.created_at
+        self.earliest = time if self.earliest is None else min(self.earliest, time)
+        self.latest = time if self.latest is None else max(self.latest, time)
+
+    def session_times(self) -> dict[str, Any]:
+        """The session row's new times, from the nodes added rather than the clock: created at
+        the earliest (unless the row is older: it held turns before), updated at the latest."""
+        if self.earliest is None:
+            return {}
+        earliest = literal(self.earliest)
+        created = case((sessions.c.created_at > earliest, earliest), else_=sessions.c.created_at)
+        return {"created_at": created, "updated_at": self.latest}
 
     def flush(self) -> Plan[None]:
         if self.nodes:
@@ -400,7 +414,7 @@ def import_file(
         yield (
             update(sessions)
             .where(sessions.c.id == session_id)
-            .values(head=report.leaf, updated_at=now_ms())
+            .values(head=report.leaf, **batch.session_times())
         )
     return report
 

@@ -1,0 +1,73 @@
+"""How the command line draws sessions: a continuation and a branch never look alike."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from memstore import SessionGraph
+from memstore.terminal import render_tree
+
+from .conftest import LEGACY
+
+
+def drawn(graph: SessionGraph, width: int = 100) -> list[str]:
+    console = Console(width=width, record=True, color_system=None)
+    console.print(render_tree(graph))
+    return console.export_text().splitlines()
+
+
+def say(text: str) -> dict[str, object]:
+    return {"role": "user", "blocks": [{"kind": "text", "text": text}]}
+
+
+def line_of(lines: list[str], text: str) -> str:
+    (line,) = [line for line in lines if text in line]
+    return line
+
+
+def test_a_chain_is_one_entry_and_each_branch_gets_a_connector() -> None:
+    ticks = iter(range(1, 100))
+    graph = SessionGraph("s", clock=lambda: next(ticks))
+    graph.append(say("first"))
+    fork = graph.append(say("second"))
+    graph.append(say("third"))
+    graph.append(say("fourth"))
+    graph.branch_from(fork.id)
+    graph.append(say("other"))
+    lines = drawn(graph)
+    assert lines[0] == "s"
+    assert line_of(lines, "first").startswith("└── ")
+    assert line_of(lines, "second").startswith("    ")
+    assert "──" not in line_of(lines, "second")
+    assert "├── " in line_of(lines, "third")
+    assert "──" not in line_of(lines, "fourth")  # continues "third"
+    assert "└── " in line_of(lines, "other")
+    assert "◀ head" in line_of(lines, "other")
+
+
+def test_a_narrow_terminal_cuts_the_preview_never_the_head_marker() -> None:
+    graph = SessionGraph("s")
+    graph.append(say("a long request " * 20))
+    lines = drawn(graph, width=40)
+    assert len(lines) == 2
+    assert "◀ head" in lines[1]
+    assert lines[1].endswith("…")
+
+
+def test_tree_draws_continuations_without_connectors_in_a_real_process(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'cli.db'}"
+    base = [sys.executable, "-m", "memstore.cli", "--db", db]
+    run = subprocess.run([*base, "import", str(LEGACY / "branching.jsonl")], check=False)
+    assert run.returncode == 0
+    done = subprocess.run([*base, "tree", "branching"], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert "──" not in line_of(lines, "33439f6a")  # the reply that continues d5302e69
+    assert "├── " in line_of(lines, "53c98980")  # one of two branches after bd6fe184
+    assert "└── " in line_of(lines, "56b2bcec")  # the other
+    assert "◀ head" in line_of(lines, "35e37295")
+    assert len(lines) == 1 + 28  # the session, then one line per node
