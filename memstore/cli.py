@@ -27,15 +27,12 @@ from rich.markup import escape
 
 from memstore import __version__
 from memstore._package import DISTRIBUTION
-from memstore.errors import JsonlError, MemstoreError, OutputFileError
+from memstore.errors import InvalidArgumentError, MemstoreError, OutputFileError
 from memstore.store import DEFAULT_URL
 
 if TYPE_CHECKING:
-    from rich.progress import TaskID
-
-    from memstore.graph import SessionGraph
     from memstore.store import SessionInfo, SessionStore
-    from memstore.store.transfer import FileImport, ImportReport
+    from memstore.store.transfer import FileImport, FileProgress
     from memstore.store.transfer import Progress as ImportProgress
     from memstore.types import ModelInvoker
 
@@ -68,7 +65,8 @@ class Settings:
 
 
 def friendly_errors(command: Callable[P, R]) -> Callable[P, R]:
-    """Turn a MemstoreError into one red line on stderr and exit status 1."""
+    """The one error wrapper of every command: a MemstoreError becomes one red line on stderr
+    and exit status 1 (2 for arguments the library refuses, as for options Typer refuses)."""
 
     @functools.wraps(command)
     def run(*args: P.args, **kwargs: P.kwargs) -> R:
@@ -76,7 +74,7 @@ def friendly_errors(command: Callable[P, R]) -> Callable[P, R]:
             return command(*args, **kwargs)
         except MemstoreError as exc:
             err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
-            raise typer.Exit(1) from exc
+            raise typer.Exit(2 if isinstance(exc, InvalidArgumentError) else 1) from exc
 
     return run
 
@@ -89,15 +87,24 @@ def open_store(ctx: typer.Context, *, auto_migrate: bool = True) -> SessionStore
     return SessionStore(settings.db, auto_migrate=auto_migrate)
 
 
-@contextmanager
-def friendly_store(ctx: typer.Context) -> Iterator[SessionStore]:
-    """`open_store`, closed afterwards, with memstore errors turned into one line and exit 1."""
-    try:
-        with open_store(ctx) as store:
-            yield store
-    except (MemstoreError, ValueError) as exc:
-        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
-        raise typer.Exit(1) from exc
+def existing_session(store: SessionStore, session_id: str) -> SessionInfo:
+    """The session every read names; one that does not exist is the same error for all of them.
+
+    Raises:
+        UnknownSessionError: no session `session_id`.
+    """
+
+    return store.session_info(session_id)
+
+
+def json_record(value: Any) -> dict[str, Any]:
+    """A dataclass (or dict) of memstore's as a `--json` object: keys in camelCase, as the JSONL
+    files spell them (`createdAt`, `nodeId`); values, and keys inside them, as they are."""
+    from pydantic.alias_generators import to_camel
+
+    plain = dataclasses.is_dataclass(value) and not isinstance(value, type)
+    items = dataclasses.asdict(value) if plain else dict(value)
+    return {to_camel(key): item for key, item in items.items()}
 
 
 def emit_json(value: Any) -> None:
@@ -170,7 +177,7 @@ def db_current(
     with open_store(ctx, auto_migrate=False) as store:
         current, head = store.schema_revision(), head_revision()
     if as_json:
-        emit_json({"current": current, "head": head, "up_to_date": current == head})
+        emit_json(json_record({"current": current, "head": head, "up_to_date": current == head}))
     else:
         state = "up to date" if current == head else f"behind (newest is {head})"
         out.print(f"revision {current or 'none (empty database)'}: {state}")
@@ -183,38 +190,6 @@ class ImportSource(enum.StrEnum):
     PI = "pi"
     CLAUDE_CODE = "claude-code"
     AUTO = "auto"
-
-
-@dataclass
-class _Importer:
-    """Imports one file at a time from one kind of source, with the command's options."""
-
-    store: SessionStore
-    source: ImportSource
-    session: str | None
-    verify: bool
-    keep_mismatched: bool
-
-    def targets(self, path: Path) -> list[tuple[Path, str | None]]:
-        """The files (and, for one legacy file, its session id) an import of `path` covers."""
-        from memstore.foreign import foreign_files
-        from memstore.store.transfer import import_targets
-
-        if self.source is ImportSource.JSONL:
-            return list(import_targets(path, self.session))
-        return [(file, None) for file in foreign_files(path)]
-
-    def run(self, file: Path, session_id: str | None, progress: ImportProgress) -> ImportReport:
-        """Import one file (its own transaction)."""
-        if self.source is ImportSource.JSONL:
-            return self.store.import_jsonl(
-                file,
-                session_id=session_id,
-                verify=self.verify,
-                keep_mismatched=self.keep_mismatched,
-                progress=progress,
-            )
-        return self.store.import_foreign(file, agent=self.source.value, progress=progress)
 
 
 @app.command("import")
@@ -272,19 +247,26 @@ def import_files(
         raise typer.BadParameter("--session names one legacy file's session (--from jsonl)")
     _check_session_option(paths, session)
     _report_warnings_ourselves()
-    with friendly_store(ctx) as store:
-        importer = _Importer(store, source, session, verify, keep_mismatched)
+    options: dict[str, Any] = {
+        "source": source.value,
+        "verify": verify,
+        "keep_mismatched": keep_mismatched,
+    }
+    with open_store(ctx) as store:
         if watch:
-            _watch(importer, paths, interval, as_json)
+            _watch(store, paths, options, interval, as_json)
             return
-        targets = _import_targets(importer, paths)
-        reports, failures = _import_with_progress(importer, targets)
+        with _progress_bars() as file_progress:
+            report = store.import_files(
+                paths, session_id=session, file_progress=file_progress, **options
+            )
+    failures = [str(failure) for failure in report.failures]
     if as_json:
-        emit_json({"files": [_import_json(item) for item in reports], "errors": failures})
+        emit_json({"files": [_import_json(item) for item in report.files], "errors": failures})
     else:
-        if reports:
-            _print_import_table(reports)
-        for item in reports:
+        if report.files:
+            _print_import_table(report.files)
+        for item in report.files:
             for warning in item.warnings:
                 err.print(f"[yellow]warning:[/yellow] {escape(warning)}", soft_wrap=True)
         for failure in failures:
@@ -310,71 +292,61 @@ def _check_session_option(paths: list[Path], session: str | None) -> None:
         )
 
 
-def _import_targets(importer: _Importer, paths: list[Path]) -> list[tuple[Path, str | None]]:
-    """Every file to import (with its session id, for a legacy file), found before any is
-    imported; a directory without session files is an error."""
-    targets = []
-    for path in paths:
-        found = importer.targets(path)
-        if not found and path.is_dir():
-            kind = ".jsonl" if importer.source is ImportSource.JSONL else "session"
-            raise JsonlError(path, None, f"no {kind} files in this directory: nothing to import")
-        targets.extend(found)
-    return targets
-
-
-def _import_with_progress(
-    importer: _Importer, targets: list[tuple[Path, str | None]]
-) -> tuple[list[FileImport], list[str]]:
-    """Import each file behind a progress bar (bytes and records); a failure is noted and the
-    next file imported."""
+@contextmanager
+def _progress_bars() -> Iterator[FileProgress]:
+    """A progress bar per file being imported (bytes and lines), on stderr's terminal only:
+    off one (a log, a pipe) a bar would only leave a blank line behind."""
     from rich.progress import DownloadColumn, Progress, TextColumn
 
-    reports: list[FileImport] = []
-    failures: list[str] = []
     columns = (*Progress.get_default_columns(), DownloadColumn(), TextColumn("{task.fields[n]}"))
-    # Off the terminal (a log, a pipe) the bar would only leave a blank line behind.
-    with Progress(*columns, console=err, transient=True, disable=not err.is_terminal) as progress:
-        for file, session_id in targets:
+    with Progress(*columns, console=err, transient=True, disable=not err.is_terminal) as bars:
+
+        @contextmanager
+        def file_bar(file: Path) -> Iterator[ImportProgress | None]:
             try:
                 size = file.stat().st_size
-            except OSError as exc:
-                failures.append(f"{file}: {exc.strerror or exc}")
-                continue
-            task = progress.add_task(file.name, total=size, n="")
+            except OSError:
+                yield None  # the import says what is wrong with the file
+                return
+            task = bars.add_task(file.name, total=size, n="")
 
-            def advance(done: int, records: int, task: TaskID = task) -> None:
-                progress.update(task, completed=done, n=f"{records} lines")
+            def advance(done: int, records: int) -> None:
+                bars.update(task, completed=done, n=f"{records} lines")
 
             try:
-                report = importer.run(file, session_id, advance)
-            except MemstoreError as exc:
-                failures.append(str(exc))
-            else:
-                reports.extend(report.files)
-            progress.remove_task(task)
-    return reports, failures
+                yield advance
+            finally:
+                bars.remove_task(task)
+
+        yield file_bar
 
 
-def _watch(importer: _Importer, paths: list[Path], interval: float, as_json: bool) -> None:
+def _watch(
+    store: SessionStore,
+    paths: list[Path],
+    options: dict[str, Any],
+    interval: float,
+    as_json: bool,
+) -> None:
     """Import what is there, then new and grown files as they appear, until interrupted."""
     from memstore.watch import FileWatcher, watch
 
     for path in paths:
         if not path.exists():
             raise typer.BadParameter(f"{path} does not exist", param_hint="PATHS")
-    recursive = importer.source is not ImportSource.JSONL
+    recursive = options["source"] != ImportSource.JSONL
     watcher = FileWatcher(paths, recursive=recursive)
 
     def on_change(files: list[Path]) -> None:
-        reports, failures = _import_with_progress(importer, [(file, None) for file in files])
-        for item in reports:
+        with _progress_bars() as file_progress:
+            report = store.import_files(files, file_progress=file_progress, **options)
+        for item in report.files:
             if as_json:
                 print(json.dumps(_import_json(item), ensure_ascii=False), flush=True)
             elif not item.unchanged:
                 out.print(_import_line(item), soft_wrap=True)
-        for failure in failures:
-            err.print(f"[red]error:[/red] {escape(failure)}", soft_wrap=True)
+        for failure in report.failures:
+            err.print(f"[red]error:[/red] {escape(str(failure))}", soft_wrap=True)
 
     shown = ", ".join(str(path) for path in paths)
     err.print(f"watching {escape(shown)} (every {interval:g} s); Ctrl-C stops", soft_wrap=True)
@@ -448,8 +420,8 @@ def _export_one(store: SessionStore, session_id: str, target: Path, form: Export
 
     if form is ExportFormat.JSONL:
         return f"{store.export_jsonl(session_id, target)} lines"
-    graph = _load_existing(store, session_id)
-    title = store.session_info(session_id).title
+    title = existing_session(store, session_id).title
+    graph = store.load_session(session_id)
     if form is ExportFormat.MD:
         document = render_markdown(graph, title=title)
     else:
@@ -460,6 +432,7 @@ def _export_one(store: SessionStore, session_id: str, target: Path, form: Export
 
 
 @app.command()
+@friendly_errors
 def export(
     ctx: typer.Context,
     session: Annotated[str | None, typer.Argument(help="The session to export.")] = None,
@@ -498,7 +471,7 @@ def export(
         raise typer.BadParameter("name one SESSION, or pass --all")
     form = form or _format_of(output if session is not None else None)
     suffix = f".{form.value}"
-    with friendly_store(ctx) as store:
+    with open_store(ctx) as store:
         if session is not None:
             target = output or export_file(Path("."), session, suffix)
             written = _export_one(store, session, target, form)
@@ -549,6 +522,7 @@ def _renamed(session_id: str, suffix: str) -> str:
 
 
 @app.command("sessions")
+@friendly_errors
 def list_sessions(
     ctx: typer.Context,
     tag: Annotated[str | None, typer.Option(help="Only sessions with this tag.")] = None,
@@ -558,7 +532,7 @@ def list_sessions(
     """List sessions, most recently updated first."""
     from memstore.terminal import data_table, format_time
 
-    with friendly_store(ctx) as store:
+    with open_store(ctx) as store:
         infos = store.sessions(tag=tag, limit=limit)
     if as_json:
         emit_json([_session_json(info) for info in infos])
@@ -593,12 +567,8 @@ def _session_json(info: SessionInfo) -> dict[str, Any]:
     }
 
 
-def _load_existing(store: SessionStore, session_id: str) -> SessionGraph:
-    store.session_info(session_id)  # raises UnknownSessionError
-    return store.load_session(session_id)
-
-
 @app.command()
+@friendly_errors
 def tree(
     ctx: typer.Context,
     session: Annotated[str, typer.Argument(help="The session to draw.")],
@@ -607,8 +577,9 @@ def tree(
     """Draw a session's DAG: its branches, the head marked, each turn on one line."""
     from memstore.terminal import render_tree
 
-    with friendly_store(ctx) as store:
-        graph = _load_existing(store, session)
+    with open_store(ctx) as store:
+        existing_session(store, session)
+        graph = store.load_session(session)
     if as_json:
         nodes = [{"id": n.id, "parent": n.parent, "role": n.turn.role} for n in graph.all()]
         emit_json({"session": session, "head": graph.leaf, "nodes": nodes})
@@ -617,6 +588,7 @@ def tree(
 
 
 @app.command()
+@friendly_errors
 def show(
     ctx: typer.Context,
     session: Annotated[str, typer.Argument(help="The session to show.")],
@@ -631,8 +603,8 @@ def show(
     from memstore import jsjson
     from memstore.terminal import render_transcript
 
-    with friendly_store(ctx) as store:
-        store.session_info(session)  # raises UnknownSessionError
+    with open_store(ctx) as store:
+        existing_session(store, session)
         if leaf is not None:
             leaf = store.resolve_node_id(session, leaf)  # a short id, as the tables show them
         nodes = store.load_path_nodes(session, leaf, last=last)
@@ -643,6 +615,7 @@ def show(
 
 
 @app.command()
+@friendly_errors
 def search(
     ctx: typer.Context,
     query: Annotated[str, typer.Argument(help="Words to find (all of them).")],
@@ -653,10 +626,12 @@ def search(
     """Full-text search over text, thinking, tool calls and results, on every branch."""
     from memstore.terminal import data_table, format_time
 
-    with friendly_store(ctx) as store:
+    with open_store(ctx) as store:
+        if session is not None:
+            existing_session(store, session)
         hits = store.search(query, session_id=session, limit=limit)
     if as_json:
-        emit_json([dataclasses.asdict(hit) for hit in hits])
+        emit_json([json_record(hit) for hit in hits])
         return
     rows = [
         (
@@ -674,6 +649,7 @@ def search(
 
 
 @app.command()
+@friendly_errors
 def sql(
     ctx: typer.Context,
     statement: Annotated[str, typer.Argument(help="One SELECT (read-only).")],
@@ -683,7 +659,7 @@ def sql(
     """Run one read-only SQL query (the views turns, blocks, tool_calls, session_stats help)."""
     from memstore.terminal import data_table
 
-    with friendly_store(ctx) as store:
+    with open_store(ctx) as store:
         result = store.read_only_query(statement, limit=limit)
     if as_json:
         emit_json([dict(zip(result.columns, row, strict=True)) for row in result.rows])
@@ -697,6 +673,7 @@ def sql(
 
 
 @app.command()
+@friendly_errors
 def stats(
     ctx: typer.Context,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
@@ -704,10 +681,10 @@ def stats(
     """Totals over the store: sessions, nodes, tool calls, failures, most used tools."""
     from memstore.terminal import data_table
 
-    with friendly_store(ctx) as store:
+    with open_store(ctx) as store:
         totals = store.stats()
     if as_json:
-        emit_json(dataclasses.asdict(totals))
+        emit_json(json_record(totals))
         return
     out.print(
         f"{totals.sessions} sessions, {totals.nodes} nodes, {totals.records} lines of JSONL, "
@@ -746,6 +723,7 @@ def _invoker(choice: InvokerChoice, model: str, base_url: str | None) -> ModelIn
 
 
 @app.command()
+@friendly_errors
 def compact(
     ctx: typer.Context,
     session: Annotated[str, typer.Argument(help="The session whose head path to condense.")],
@@ -781,13 +759,14 @@ def compact(
             f"give at least {minimum_window(max_output)}",
             param_hint="'--window'",
         )
-    with friendly_store(ctx) as store:
+    with open_store(ctx) as store:
+        existing_session(store, session)
         chosen = _invoker(invoker, model, base_url)
         result = store.compact_session(
             session, card, chosen, CompactionPolicy(keep_recent=keep_recent)
         )
     if as_json:
-        emit_json(dataclasses.asdict(result))
+        emit_json(json_record(result))
     elif result.previous_head is None:
         out.print(f"{escape(session)} is empty: nothing to condense")
     elif not result.changed:
@@ -811,6 +790,7 @@ def compact(
 
 
 @app.command()
+@friendly_errors
 def demo(
     ctx: typer.Context,
     workdir: Annotated[
@@ -821,7 +801,7 @@ def demo(
     legacy JSONL files imported) and show a tree, a search, a SQL query and an export."""
     from memstore.demo import run_demo
 
-    with friendly_store(ctx) as store:
+    with open_store(ctx) as store:
         run_demo(store, out, workdir)
 
 

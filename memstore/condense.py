@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from memstore.blocks import block_class, utf16_length
+from memstore.blocks import block_class, per_kind, utf16_length
 from memstore.errors import CondensationError
 from memstore.types import (
     Channel,
@@ -84,8 +84,12 @@ _SEPARATOR = "\n\n"
 _STREAM_EVENT: TypeAdapter[StreamEvent] = TypeAdapter(StreamEvent)
 
 
+_chars = per_kind("chars")
+
+
 def _block_chars(block: Mapping[str, Any]) -> int:
-    return block_class(block.get("kind")).chars(block)
+    chars: int = _chars(block.get("kind"))(block)
+    return chars
 
 
 def estimate_context_tokens(messages: Iterable[TurnLike]) -> int:

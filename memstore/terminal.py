@@ -118,13 +118,13 @@ def data_table(
         max([cell_len(header), *(cell_len(row[index]) for row in rows)])
         for index, header in enumerate(headers)
     ]
-    frame = 1 + 3 * len(headers)  # the left edge, then padding on both sides and an edge
+    frame = 3 * (len(headers) - 1)  # " │ " between columns; no outer edges to spend width on
     needed = frame + sum(
         size if copy else min(size, TEXT_MIN_WIDTH)
         for size, copy in zip(widths, copyable, strict=True)
     )
     whole = needed <= width
-    table = Table(title=title)
+    table = Table(title=title, show_edge=False, pad_edge=False)
     for header, size, copy in zip(headers, widths, copyable, strict=True):
         if copy and whole:
             table.add_column(header, no_wrap=True, min_width=size)

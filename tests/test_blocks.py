@@ -66,6 +66,7 @@ def test_an_optional_field_set_to_null_is_valid_and_kept_as_written(
 def test_every_kind_is_one_class_that_answers_for_all_its_uses() -> None:
     for kind, cls in [*BLOCK_CLASSES.items(), ("citation", UnknownBlock)]:
         assert block_class(kind) is cls
+        assert cls is UnknownBlock or cls.model_fields["kind"].default == kind
         assert issubclass(cls, BlockBase)
         fields = {field.key for field in cls.wire_fields()}
         aliases = {field.alias or name for name, field in cls.model_fields.items()} - {"kind"}

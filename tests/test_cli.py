@@ -77,7 +77,7 @@ def test_export_needs_a_session_or_all(sqlite_url: str, tmp_path: Path) -> None:
 def test_db_current_json(sqlite_url: str) -> None:
     code, stdout, _ = invoke(sqlite_url, "db", "current", "--json")
     assert code == 0
-    assert json.loads(stdout) == {"current": None, "head": head_revision(), "up_to_date": False}
+    assert json.loads(stdout) == {"current": None, "head": head_revision(), "upToDate": False}
 
 
 def test_demo_builds_sessions_and_is_repeatable(sqlite_url: str, tmp_path: Path) -> None:
@@ -160,7 +160,7 @@ def test_search_and_sql_and_stats(imported: str) -> None:
     assert code == 0
     hits = json.loads(stdout)
     assert hits
-    assert hits[0]["session_id"] == "branching"
+    assert hits[0]["sessionId"] == "branching"
     code, stdout, _ = invoke(imported, "sql", "SELECT count(*) AS n FROM turns", "--json")
     assert json.loads(stdout) == [{"n": 3254}]
     code, _, stderr = invoke(imported, "sql", "DELETE FROM nodes")
@@ -169,7 +169,7 @@ def test_search_and_sql_and_stats(imported: str) -> None:
     code, stdout, _ = invoke(imported, "stats", "--json")
     totals = json.loads(stdout)
     assert (totals["sessions"], totals["nodes"]) == (12, 3254)
-    assert totals["top_tools"][0] == ["bash", 352]
+    assert totals["topTools"][0] == ["bash", 352]
 
 
 def test_export_markdown_and_html(imported: str, tmp_path: Path) -> None:
@@ -211,12 +211,12 @@ def test_compact_makes_a_new_branch_offline(imported: str) -> None:
     assert code == 0
     result = json.loads(stdout)
     assert result["changed"] is True
-    assert result["previous_head"] == "0ba4d965ed6b683279ad378318db02b1"
+    assert result["previousHead"] == "0ba4d965ed6b683279ad378318db02b1"
     code, stdout, _ = invoke(imported, "show", "large-session", "--json")
     path = json.loads(stdout)
     assert path[0]["turn"]["blocks"][0]["text"].startswith("[condensed earlier context]")
-    assert path[0]["turn"]["memstore"]["condensed"]["fromNodeId"] == result["previous_head"]
-    assert path[-1]["id"] == result["new_head"]
+    assert path[0]["turn"]["memstore"]["condensed"]["fromNodeId"] == result["previousHead"]
+    assert path[-1]["id"] == result["newHead"]
     code, _, stderr = invoke(imported, "compact", "nope")
     assert code == 1
     assert "nope" in stderr

@@ -11,7 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from memstore.terminal import format_time
+
 from .conftest import LEGACY, LEGACY_FILES
+from .legacy import read_legacy_session
 
 
 def memstore(db: str, *args: str, columns: int = 80) -> subprocess.CompletedProcess[str]:
@@ -122,6 +125,19 @@ def large(tmp_path: Path) -> str:
     return db
 
 
+def test_sessions_are_as_old_as_their_turns_not_their_import(imported: str) -> None:
+    listed = json.loads(memstore(imported, "sessions", "--json").stdout)
+    for item in listed:
+        times = [
+            node.created_at for node in read_legacy_session(LEGACY / f"{item['id']}.jsonl").all()
+        ]
+        if times:
+            assert (item["createdAt"], item["updatedAt"]) == (min(times), max(times))
+    updated = [item["updatedAt"] for item in listed]
+    assert updated == sorted(updated, reverse=True)
+    assert len(set(updated)) > 1  # not one import time for all
+
+
 def test_export_takes_the_format_from_the_extension(imported: str, tmp_path: Path) -> None:
     for name in ("page.html", "page.HTM", "notes.md", "copy.jsonl", "copy.txt"):
         done = memstore(imported, "export", "branching", "-o", str(tmp_path / name))
@@ -154,7 +170,10 @@ def test_tables_show_numbers_and_ids_whole(imported: str, columns: int) -> None:
         assert row["node_id"] in done.stdout
     listing = memstore(imported, "sessions", columns=columns).stdout
     assert "…" not in listing
-    assert "large-session" in listing
+    for item in json.loads(memstore(imported, "sessions", "--json").stdout):
+        assert item["id"] in listing
+        assert format_time(item["updatedAt"]) in listing  # not wrapped at its space
+        assert item["head"][:12] in listing
 
 
 def test_tables_fold_rather_than_cut_when_ids_cannot_fit(imported: str) -> None:
@@ -205,7 +224,7 @@ def test_a_chunked_compaction_counts_every_call_and_warns_when_it_still_overflow
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert "more than the window of 2000" in done.stderr
-    condensed = path[: result["condensed_turns"]]
+    condensed = path[: result["condensedTurns"]]
     calls = sum(b["kind"] == "tool_call" for node in condensed for b in node["turn"]["blocks"])
     summary = json.loads(memstore(large, "show", "large-session", "--json").stdout)[0]
     text = summary["turn"]["blocks"][0]["text"]

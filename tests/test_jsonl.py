@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +22,7 @@ from memstore import (
     estimate_context_tokens,
     jsjson,
 )
-from memstore.errors import UnknownSessionError
+from memstore.errors import InvalidArgumentError, UnknownSessionError
 from memstore.jsonl import (
     JsonlSessionStore,
     Line,
@@ -573,3 +575,32 @@ def test_export_does_not_need_nodes_stored_in_the_order_the_log_names_them(
 def export(store: SessionStore, session_id: str, path: Path) -> bytes:
     store.export_jsonl(session_id, path)
     return path.read_bytes()
+
+
+def test_import_files_expands_paths_imports_each_file_and_collects_the_refused(
+    store: SessionStore, tmp_path: Path
+) -> None:
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for path in LEGACY_FILES[:2]:
+        (folder / path.name).write_bytes(path.read_bytes())
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("{nope\n")
+    seen: list[str] = []
+
+    @contextlib.contextmanager
+    def file_progress(file: Path) -> Iterator[Callable[[int, int], None]]:
+        seen.append(file.name)
+        yield lambda done, records: None
+
+    report = store.import_files([bad, folder], file_progress=file_progress)
+    assert seen == ["bad.jsonl", *(path.name for path in LEGACY_FILES[:2])]
+    assert [item.session_id for item in report.files] == [p.stem for p in LEGACY_FILES[:2]]
+    (failure,) = report.failures
+    assert isinstance(failure, JsonlError)
+    assert "bad.jsonl:1" in str(failure)
+    assert store.list_sessions() == sorted(p.stem for p in LEGACY_FILES[:2])
+    with pytest.raises(InvalidArgumentError, match="one legacy file"):
+        store.import_files([folder, bad], session_id="x")
+    with pytest.raises(InvalidArgumentError, match="unknown source"):
+        store.import_files([bad], source="nope")

@@ -9,7 +9,7 @@ from pathlib import Path
 from rich.console import Console
 
 from memstore import SessionGraph
-from memstore.terminal import render_tree
+from memstore.terminal import data_table, render_tree
 
 from .conftest import LEGACY
 
@@ -71,3 +71,26 @@ def test_tree_draws_continuations_without_connectors_in_a_real_process(tmp_path:
     assert "└── " in line_of(lines, "56b2bcec")  # the other
     assert "◀ head" in line_of(lines, "35e37295")
     assert len(lines) == 1 + 28  # the session, then one line per node
+
+
+def table_lines(table: object, width: int) -> list[str]:
+    console = Console(width=width, record=True, color_system=None)
+    console.print(table)
+    return console.export_text().splitlines()
+
+
+ROW = ("large-session", "3000", "2026-01-03 06:36:40", "0ba4d965ed6b", "a title of some words")
+
+
+def test_a_table_keeps_copyable_cells_whole_up_to_the_last_column() -> None:
+    copyable = (True, True, True, True, False)
+    headers = ("session", "nodes", "updated", "head", "title")
+    # 13 + 7 + 19 + 12 + 12 (a text column's least) + 4 separators of 3 = 75
+    for width in (75, 120):
+        lines = table_lines(data_table(headers, [ROW], copyable=copyable, width=width), width)
+        assert any(all(cell in line for cell in ROW[:4]) for line in lines), lines
+        assert all(len(line) <= width for line in lines)
+    lines = table_lines(data_table(headers, [ROW], copyable=copyable, width=74), 74)
+    assert "…" not in "".join(lines)
+    assert all(len(line) <= 74 for line in lines)
+    assert "2026-01-03" in "".join(lines)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from sqlalchemy.engine import URL, Engine
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
+from memstore.errors import MemstoreError
 from memstore.graph import SessionGraph
 from memstore.store import compaction, foreign, plans, search, transfer
 from memstore.store.engine import (
@@ -37,7 +38,7 @@ from memstore.store.prepared import Prepared, PreparedRows
 from memstore.store.readonly import QueryResult, run_read_only
 from memstore.store.search import SearchHit
 from memstore.store.sync import drive as sync_drive
-from memstore.store.transfer import ImportReport, Progress
+from memstore.store.transfer import FileProgress, ImportReport, Progress
 from memstore.types import (
     Clock,
     CompactionPolicy,
@@ -286,6 +287,52 @@ class AsyncSessionStore:
                 await self._run_blocking(plan, write=True, action=f"importing {file}")
             )
         return report
+
+    async def import_files(
+        self,
+        paths: Iterable[str | os.PathLike[str]],
+        *,
+        source: str = "jsonl",
+        session_id: str | None = None,
+        verify: bool = True,
+        keep_mismatched: bool = False,
+        file_progress: FileProgress | None = None,
+    ) -> ImportReport:
+        """See `SessionStore.import_files`."""
+        report = ImportReport()
+        targets = transfer.import_file_targets([Path(p) for p in paths], source, session_id)
+        for file, target, progress in transfer.each_file(targets, file_progress):
+            options: dict[str, Any] = {"verify": verify, "keep_mismatched": keep_mismatched}
+            try:
+                done = await self.import_file(
+                    file, source=source, session_id=target, progress=progress, **options
+                )
+            except MemstoreError as exc:
+                report.failures.append(exc)
+            else:
+                report.files.extend(done.files)
+        return report
+
+    async def import_file(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        source: str = "jsonl",
+        session_id: str | None = None,
+        verify: bool = True,
+        keep_mismatched: bool = False,
+        progress: Progress | None = None,
+    ) -> ImportReport:
+        """See `SessionStore.import_file`."""
+        if source == "jsonl":
+            return await self.import_jsonl(
+                path,
+                session_id=session_id,
+                verify=verify,
+                keep_mismatched=keep_mismatched,
+                progress=progress,
+            )
+        return await self.import_foreign(path, agent=source, progress=progress)
 
     async def import_pi(
         self, path: str | os.PathLike[str], *, progress: Progress | None = None

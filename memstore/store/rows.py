@@ -7,7 +7,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from memstore.blocks import block_class
+from memstore.blocks import per_kind
 
 __all__ = ["block_rows", "search_text", "storable", "stored_rows"]
 
@@ -53,6 +53,9 @@ def stored_rows(
     return row, blocks
 
 
+_indexed = per_kind("indexed")
+
+
 def _derive(
     session_id: str, node_id: str, turn: Mapping[str, Any]
 ) -> tuple[str, list[dict[str, Any]]]:
@@ -61,7 +64,7 @@ def _derive(
     rows: list[dict[str, Any]] = []
     for position, block in enumerate(turn.get("blocks", ())):
         kind = block.get("kind")
-        text, columns = block_class(kind).indexed(block)
+        text, (shown, tool_name, call_id, is_error, input_json, output_json) = _indexed(kind)(block)
         if text:
             parts.append(text)
         rows.append(
@@ -69,17 +72,13 @@ def _derive(
                 "session_id": session_id,
                 "node_id": node_id,
                 "position": position,
-                "kind": _optional(kind) or "",
-                "text": _optional(columns.text),
-                "tool_name": _optional(columns.tool_name),
-                "call_id": _optional(columns.call_id),
-                "is_error": columns.is_error,
-                "input_json": columns.input_json,
-                "output_json": columns.output_json,
+                "kind": storable(kind) if type(kind) is str else "",
+                "text": shown and storable(shown),  # validated: a string or None
+                "tool_name": tool_name and storable(tool_name),
+                "call_id": call_id and storable(call_id),
+                "is_error": is_error,
+                "input_json": input_json,
+                "output_json": output_json,
             }
         )
     return storable("\n".join(parts)), rows
-
-
-def _optional(value: Any) -> str | None:
-    return storable(value) if isinstance(value, str) else None

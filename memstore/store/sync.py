@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 from sqlalchemy import Connection, Engine
 from sqlalchemy.engine import URL
 
+from memstore.errors import MemstoreError
 from memstore.graph import SessionGraph
 from memstore.store import compaction, foreign, plans, search, transfer
 from memstore.store.engine import DEFAULT_URL, WRITE, create_store_engine
@@ -23,7 +24,7 @@ from memstore.store.plans import UNSET, Plan, SessionInfo, Step, StoreStats, Uns
 from memstore.store.prepared import Prepared, stream_rows
 from memstore.store.readonly import QueryResult, run_read_only
 from memstore.store.search import SearchHit
-from memstore.store.transfer import ImportReport, Progress
+from memstore.store.transfer import FileProgress, ImportReport, Progress
 from memstore.types import (
     Clock,
     CompactionPolicy,
@@ -346,6 +347,59 @@ class SessionStore:
         ):
             report.files.append(self._run(plan, write=True, action=f"importing {file}"))
         return report
+
+    def import_files(
+        self,
+        paths: Iterable[str | os.PathLike[str]],
+        *,
+        source: str = "jsonl",
+        session_id: str | None = None,
+        verify: bool = True,
+        keep_mismatched: bool = False,
+        file_progress: FileProgress | None = None,
+    ) -> ImportReport:
+        """Import every file `paths` name or hold, from `source` ("jsonl", "pi", "claude-code"
+        or "auto"), each in its own transaction. A file refused is kept in the report's
+        `failures` (it left no trace) and the others still import.
+
+        Raises:
+            InvalidArgumentError: an unknown source, or `session_id` for more than one legacy file.
+            JsonlError: a path that does not exist (before anything is imported).
+        """
+        report = ImportReport()
+        targets = transfer.import_file_targets([Path(p) for p in paths], source, session_id)
+        for file, target, progress in transfer.each_file(targets, file_progress):
+            options: dict[str, Any] = {"verify": verify, "keep_mismatched": keep_mismatched}
+            try:
+                done = self.import_file(
+                    file, source=source, session_id=target, progress=progress, **options
+                )
+            except MemstoreError as exc:
+                report.failures.append(exc)
+            else:
+                report.files.extend(done.files)
+        return report
+
+    def import_file(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        source: str = "jsonl",
+        session_id: str | None = None,
+        verify: bool = True,
+        keep_mismatched: bool = False,
+        progress: Progress | None = None,
+    ) -> ImportReport:
+        """Import one file (or directory) from `source`: `import_jsonl` or `import_foreign`."""
+        if source == "jsonl":
+            return self.import_jsonl(
+                path,
+                session_id=session_id,
+                verify=verify,
+                keep_mismatched=keep_mismatched,
+                progress=progress,
+            )
+        return self.import_foreign(path, agent=source, progress=progress)
 
     def export_jsonl(self, session_id: str, path: str | os.PathLike[str]) -> int:
         """Write a session as the JSONL file the original store would hold; returns its lines.

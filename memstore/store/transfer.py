@@ -9,14 +9,15 @@ batches, so memory stays bounded by the largest line, not the file.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
 from sqlalchemy import bindparam, case, literal, select, text, update
 
-from memstore.errors import InvalidArgumentError, JsonlError, UnknownSessionError
+from memstore.errors import InvalidArgumentError, JsonlError, MemstoreError, UnknownSessionError
 from memstore.jsonl import (
     ReadOutcome,
     Record,
@@ -75,6 +76,8 @@ class ImportReport:
     """What an import did, file by file."""
 
     files: list[FileImport] = field(default_factory=list)
+    failures: list[MemstoreError] = field(default_factory=list)
+    """With `SessionStore.import_files`: the files refused (each left no trace), in order."""
 
     @property
     def records(self) -> int:
@@ -417,6 +420,56 @@ def import_file(
             .values(head=report.leaf, **batch.session_times())
         )
     return report
+
+
+IMPORT_SOURCES = ("jsonl", "pi", "claude-code", "auto")
+"""What `SessionStore.import_files` reads: legacy JSONL, pi, Claude Code, or either."""
+FileProgress = Callable[[Path], AbstractContextManager[Progress | None]]
+"""Given each file as its import starts: a context around that file's import, giving its
+progress callback (bytes read, records) or None."""
+
+
+def import_file_targets(
+    paths: Iterable[Path], source: str = "jsonl", session_id: str | None = None
+) -> list[tuple[Path, str | None]]:
+    """The (file, session id) pairs an import of `paths` from `source` covers: for legacy
+    JSONL each file or each `*.jsonl` of a directory (see `import_targets`); for the other
+    sources every `*.jsonl` file below a directory, the session id told by the file.
+
+    Raises:
+        InvalidArgumentError: an unknown source, or `session_id` for anything but one legacy file.
+        JsonlError: a path that does not exist, or a directory without session files.
+    """
+    from memstore.foreign import foreign_files  # here: memstore.foreign imports the store
+
+    if source not in IMPORT_SOURCES:
+        raise InvalidArgumentError(f"unknown source {source!r}; expected one of {IMPORT_SOURCES}")
+    paths = list(paths)
+    if session_id is not None and (source != "jsonl" or len(paths) != 1):
+        raise InvalidArgumentError(
+            "a session id names one legacy file's session (--from jsonl, one file)"
+        )
+    targets: list[tuple[Path, str | None]] = []
+    for path in paths:
+        if source == "jsonl":
+            found: list[tuple[Path, str | None]] = list(import_targets(path, session_id))
+        else:
+            found = [(file, None) for file in foreign_files(path)]
+        if not found:
+            kind = ".jsonl" if source == "jsonl" else "session"
+            raise JsonlError(path, None, f"no {kind} files in this directory: nothing to import")
+        targets.extend(found)
+    return targets
+
+
+def each_file(
+    targets: list[tuple[Path, str | None]], file_progress: FileProgress | None
+) -> Iterator[tuple[Path, str | None, Progress | None]]:
+    """Each (file, session id) with its progress callback, inside `file_progress`'s context
+    for that file while the caller imports it."""
+    for file, session_id in targets:
+        with file_progress(file) if file_progress is not None else nullcontext() as progress:
+            yield file, session_id, progress
 
 
 def import_targets(path: Path, session_id: str | None = None) -> list[tuple[Path, str]]:
