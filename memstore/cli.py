@@ -27,7 +27,7 @@ from rich.markup import escape
 
 from memstore import __version__
 from memstore._package import DISTRIBUTION
-from memstore.errors import InvalidArgumentError, MemstoreError, OutputFileError
+from memstore.errors import InvalidArgumentError, MemstoreError, OutputFileError, StoreError
 from memstore.store import DEFAULT_URL
 
 if TYPE_CHECKING:
@@ -414,6 +414,38 @@ class ExportFormat(enum.StrEnum):
     HTML = "html"
 
 
+class AgentName(enum.StrEnum):
+    """Which agent's file `memstore export --to` writes back."""
+
+    PI = "pi"
+    CLAUDE_CODE = "claude-code"
+
+
+def _export_to_agent(store: SessionStore, info: SessionInfo, agent: str, target: Path) -> str:
+    """Write an imported session back as its agent's file, byte for byte."""
+    if info.agent != agent:
+        raise StoreError(
+            f"session {info.id!r} came from {info.agent}, not {agent}: --to writes a session "
+            f"imported from {agent} back as its file (memstore does not convert between agents)"
+        )
+    return f"{store.export_jsonl(info.id, target)} lines"
+
+
+def _export_agent_tree(store: SessionStore, root: Path, agent: str) -> None:
+    """Every session imported from `agent`, in the agent's own folder layout under `root`."""
+    from memstore.foreign import agent_file
+
+    for info in store.sessions():
+        if info.agent != agent:
+            continue
+        target = agent_file(root, agent, info.id, info.metadata)
+        if not target.resolve().is_relative_to(root.resolve()):
+            raise OutputFileError(f"session {info.id!r} would be written outside {root}")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        written = _export_to_agent(store, info, agent, target)
+        out.print(f"{escape(info.id)}: {written} -> {escape(str(target))}", soft_wrap=True)
+
+
 def _export_one(store: SessionStore, session_id: str, target: Path, form: ExportFormat) -> str:
     from memstore.render import render_html, render_markdown
     from memstore.store.files import atomic_text_file
@@ -459,8 +491,19 @@ def export(
             show_default=False,
         ),
     ] = None,
+    to: Annotated[
+        AgentName | None,
+        typer.Option(
+            "--to",
+            help="Write a session imported from pi or Claude Code back as that agent's file, "
+            "byte for byte; with --all, every session from that agent in the agent's own "
+            "folders under -o (e.g. ~/.claude/projects).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
-    """Write sessions back as legacy JSONL files (byte for byte), or as readable transcripts.
+    """Write sessions back as legacy JSONL files (byte for byte), or as readable transcripts;
+    with --to, as the pi or Claude Code files they were imported from.
 
     A regular file is replaced only once the export is complete, keeping its permissions.
     """
@@ -469,16 +512,26 @@ def export(
 
     if all_sessions == (session is not None):
         raise typer.BadParameter("name one SESSION, or pass --all")
+    if to is not None and form not in (None, ExportFormat.JSONL):
+        raise typer.BadParameter("--to writes the agent's JSONL file: leave out --format")
+    if to is not None:
+        form = ExportFormat.JSONL
     form = form or _format_of(output if session is not None else None)
     suffix = f".{form.value}"
     with open_store(ctx) as store:
         if session is not None:
             target = output or export_file(Path("."), session, suffix)
-            written = _export_one(store, session, target, form)
+            if to is not None:
+                written = _export_to_agent(store, store.session_info(session), to.value, target)
+            else:
+                written = _export_one(store, session, target, form)
             report = err if is_stream_target(target) else out  # keep a stream's bytes clean
             report.print(f"{escape(session)}: {written} -> {escape(str(target))}", soft_wrap=True)
             return
         root = _export_directory(output)
+        if to is not None:
+            _export_agent_tree(store, root, to.value)
+            return
         for session_id, target in export_files(root, store.list_sessions(), suffix).items():
             written = _export_one(store, session_id, target, form)
             note = "" if target.stem == session_id else _renamed(session_id, suffix)
@@ -540,6 +593,7 @@ def list_sessions(
     rows = [
         (
             info.id,
+            info.agent,
             str(info.node_count),
             str(info.branch_count),
             format_time(info.updated_at),
@@ -548,14 +602,15 @@ def list_sessions(
         )
         for info in infos
     ]
-    headers = ("session", "nodes", "branches", "updated (UTC)", "head", "title")
-    copyable = (True, True, True, True, True, False)
+    headers = ("session", "agent", "nodes", "branches", "updated (UTC)", "head", "title")
+    copyable = (True, True, True, True, True, True, False)
     out.print(data_table(headers, rows, copyable=copyable, width=out.width))
 
 
 def _session_json(info: SessionInfo) -> dict[str, Any]:
     return {
         "id": info.id,
+        "agent": info.agent,
         "nodes": info.node_count,
         "branches": info.branch_count,
         "createdAt": info.created_at,
@@ -636,6 +691,7 @@ def search(
     rows = [
         (
             hit.session_id,
+            hit.agent,
             hit.node_id[:12],
             hit.role,
             format_time(hit.created_at),
@@ -643,8 +699,8 @@ def search(
         )
         for hit in hits
     ]
-    headers = ("session", "node", "role", "time (UTC)", "snippet")
-    copyable = (True, True, True, True, False)
+    headers = ("session", "agent", "node", "role", "time (UTC)", "snippet")
+    copyable = (True, True, True, True, True, False)
     out.print(data_table(headers, rows, copyable=copyable, width=out.width))
 
 

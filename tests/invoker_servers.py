@@ -33,12 +33,14 @@ class Handler(BaseHTTPRequestHandler):
 
     protocol_version = "HTTP/1.1"
     server: _Server
+    request_seen: Received
 
     def do_POST(self) -> None:
         raw = self.rfile.read(int(self.headers.get("content-length", "0")))
         headers = {name.lower(): value for name, value in self.headers.items()}
+        self.request_seen = Received(self.path, headers, json.loads(raw))
         with self.server.lock:
-            self.server.received.append(Received(self.path, headers, json.loads(raw)))
+            self.server.received.append(self.request_seen)
             script = self.server.script
             reply = script[min(len(self.server.received) - 1, len(script) - 1)]
         self.close_connection = True
@@ -163,6 +165,15 @@ def error(status: int, body: Any, headers: dict[str, str] | None = None) -> Repl
     return reply
 
 
+def routed(choose: Callable[[Received], Reply]) -> Reply:
+    """A reply chosen from the request it answers (for a client whose requests interleave)."""
+
+    def reply(handler: Handler) -> None:
+        choose(handler.request_seen)(handler)
+
+    return reply
+
+
 def silent(handler: Handler) -> None:
     """Never answer: wait until the client gives up and hangs up."""
     handler.wait_for_hangup()
@@ -197,15 +208,24 @@ def openai_frames(
     return [*frames, sse("[DONE]")]
 
 
+def _anthropic_event(payload: dict[str, Any]) -> str:
+    return sse(payload, payload["type"])
+
+
 def anthropic_frames(
-    texts: Sequence[str], *, thinking: Sequence[str] = (), usage: tuple[int, int] = (7, 3)
+    texts: Sequence[str],
+    *,
+    thinking: Sequence[str] = (),
+    usage: tuple[int, int] = (7, 3),
+    model: str | None = None,
+    message_id: str = "m1",
 ) -> list[str]:
     """A Messages stream: message_start, ping, thinking and text blocks, message_delta, stop."""
-
-    def event(payload: dict[str, Any]) -> str:
-        return sse(payload, payload["type"])
-
-    message = {"id": "m1", "type": "message", "role": "assistant", "content": []}
+    event = _anthropic_event
+    message: dict[str, Any] = {"id": message_id, "type": "message", "role": "assistant"}
+    message["content"] = []
+    if model is not None:
+        message["model"] = model
     start_usage = {"input_tokens": usage[0], "output_tokens": 1}
     frames = [event({"type": "message_start", "message": {**message, "usage": start_usage}})]
     frames.append(event({"type": "ping"}))
@@ -229,3 +249,28 @@ def anthropic_frames(
         event({"type": "message_delta", "delta": stop, "usage": {"output_tokens": usage[1]}})
     )
     return [*frames, event({"type": "message_stop"})]
+
+
+def anthropic_tool_use_frames(
+    calls: Sequence[tuple[str, str, Any]], *, model: str, usage: tuple[int, int] = (9, 5)
+) -> list[str]:
+    """A Messages stream whose answer is tool calls, (id, name, input) each, inputs streamed as
+    JSON (several calls: a parallel turn)."""
+    event = _anthropic_event
+    message = {"id": f"m-{calls[0][0]}", "type": "message", "role": "assistant", "model": model}
+    start = {**message, "content": [], "usage": {"input_tokens": usage[0], "output_tokens": 1}}
+    frames = [event({"type": "message_start", "message": start})]
+    for index, (call_id, name, tool_input) in enumerate(calls):
+        block = {"type": "tool_use", "id": call_id, "name": name, "input": {}}
+        delta = {"type": "input_json_delta", "partial_json": json.dumps(tool_input)}
+        frames += [
+            event({"type": "content_block_start", "index": index, "content_block": block}),
+            event({"type": "content_block_delta", "index": index, "delta": delta}),
+            event({"type": "content_block_stop", "index": index}),
+        ]
+    stop = {"stop_reason": "tool_use", "stop_sequence": None}
+    return [
+        *frames,
+        event({"type": "message_delta", "delta": stop, "usage": {"output_tokens": usage[1]}}),
+        event({"type": "message_stop"}),
+    ]

@@ -2,10 +2,12 @@
 //
 //   node pi_sessions.mjs <node_modules> generate <dir>   writes format 3 sessions, prints their paths
 //   node pi_sessions.mjs <node_modules> tree <file>      prints the tree pi's reader builds, as JSON
+//   node pi_sessions.mjs <node_modules> folders <dir> <cwd>...   prints the session folder pi
+//                                                   makes (under <dir>) for each cwd, as JSON
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 
-const [modules, command, target] = process.argv.slice(2);
+const [modules, command, target, ...rest] = process.argv.slice(2);
 const pi = await import(
   pathToFileURL(join(modules, "@mariozechner/pi-coding-agent/dist/index.js")).href
 );
@@ -123,6 +125,11 @@ if (command === "generate") {
   console.log(JSON.stringify(generate(target)));
 } else if (command === "tree") {
   console.log(JSON.stringify(tree(target)));
+} else if (command === "folders") {
+  const { getDefaultSessionDir } = await import(
+    pathToFileURL(join(modules, "@mariozechner/pi-coding-agent/dist/core/session-manager.js")).href
+  );
+  console.log(JSON.stringify(rest.map((cwd) => getDefaultSessionDir(cwd, target))));
 } else {
   throw new Error(`unknown command ${command}`);
 }

@@ -3,13 +3,16 @@ its turn went through JSON text and a store; what memstore can read reaches its 
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memstore import SessionStore, Turn
+from memstore import JsonlSessionStore, SessionStore, Turn
 from memstore.convert import ANTHROPIC, CHAT, FOREIGN, OPAQUE, RESPONSES, Converter
 from tests.convert_strategies import arguments, data_urls, parts, texts, typed, values, with_extras
 
@@ -206,7 +209,9 @@ CONVERSATION: list[tuple[Converter, dict[str, Any]]] = [
 ]  # fmt: skip
 
 
-def test_converted_turns_are_stored_searched_and_read_back_equal(store: SessionStore) -> None:
+def test_converted_turns_are_stored_searched_and_read_back_equal(
+    store: SessionStore, tmp_path: Path
+) -> None:
     handle = store.session("agent")
     for converter, item in CONVERSATION:
         handle.append(converter.to_turn(item))
@@ -221,3 +226,21 @@ def test_converted_turns_are_stored_searched_and_read_back_equal(store: SessionS
     )
     assert [tuple(row) for row in rows.rows] == [("tool_call", "forecast", "c1"),
                                                   ("tool_call", "lookup", "c2")]  # fmt: skip
+    store.export_jsonl("agent", tmp_path / "agent.jsonl")  # the legacy file format's reader
+    graph = JsonlSessionStore(tmp_path).load_session("agent")
+    exported = graph.path_to(graph.leaf) if graph.leaf else []
+    assert [c.to_items(turn) for (c, _), turn in zip(CONVERSATION, exported, strict=True)] == [
+        [item] for _, item in CONVERSATION
+    ]
+
+
+def test_importing_memstore_and_its_converters_imports_no_framework() -> None:
+    code = (
+        "import sys, memstore, memstore.convert, memstore.integrations; "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & "
+        "{'agents', 'openai', 'langchain_core', 'claude_agent_sdk'}))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "[]"

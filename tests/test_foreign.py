@@ -38,8 +38,7 @@ SAMPLES = [
 ]
 
 
-@pytest.fixture
-def foreign() -> Path:
+def foreign_samples() -> Path:
     """The shared samples: skipped when absent, a failure under CI=true."""
     if FOREIGN is None:
         if os.environ.get("CI") == "true":
@@ -48,12 +47,18 @@ def foreign() -> Path:
     return FOREIGN
 
 
+@pytest.fixture
+def foreign() -> Path:
+    """The shared samples (see `foreign_samples`)."""
+    return foreign_samples()
+
+
 def _stats(store: SessionStore, session_id: str) -> tuple[Any, ...]:
     sql = f"SELECT nodes, tool_calls, branches FROM session_stats WHERE session_id = '{session_id}'"
     return tuple(store.read_only_query(sql).rows[0])
 
 
-def _snapshot(store: SessionStore) -> list[Any]:
+def snapshot(store: SessionStore) -> list[Any]:
     """Everything an import writes, to compare before and after a refused one."""
     tables = ("sessions", "nodes", "node_blocks", "records", "node_usage", "session_tags")
     rows = [store.read_only_query(f"SELECT count(*) FROM {table}").rows for table in tables]
@@ -167,13 +172,13 @@ def test_a_corrupted_line_is_refused_with_its_line_and_nothing_written(
     def corrupt(lines: list[bytes]) -> None:
         lines[3] = lines[3][: len(lines[3]) // 2] + b"\n"
 
-    before = _snapshot(store)
+    before = snapshot(store)
     fuzzed = _fuzzed(foreign / name, tmp_path, corrupt)
     with pytest.raises(JsonlError) as refused:
         store.import_foreign(fuzzed, agent="pi" if name.startswith("pi") else "claude-code")
     assert refused.value.line == 4
     assert f"{fuzzed}:4:" in str(refused.value)
-    assert _snapshot(store) == before
+    assert snapshot(store) == before
 
 
 @pytest.mark.parametrize("cut", [1, 200, 5000, 100_000, 555_555])

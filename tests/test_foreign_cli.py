@@ -104,7 +104,7 @@ def test_progress_is_reported_in_bytes_and_records(sqlite_url: str, tmp_path: Pa
 # --- watching -----------------------------------------------------------------------------------
 
 
-def _wait_for(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+def _wait_for(condition: Callable[[], bool], what: str, timeout: float = 120.0) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
@@ -143,7 +143,7 @@ def test_watch_imports_new_and_grown_files_until_interrupted(
         _wait_for(lambda: _sessions(database_url) == {"w1": 16, "c9": 4}, "the new file")
     finally:
         watcher.send_signal(signal.SIGTERM)
-        stdout, stderr = watcher.communicate(timeout=30)
+        stdout, stderr = watcher.communicate(timeout=120)
     assert watcher.returncode == 0, stderr
     assert stderr.strip().endswith("stopped watching")
     assert "torn" in stdout
@@ -157,3 +157,78 @@ def test_watch_imports_new_and_grown_files_until_interrupted(
     with SessionStore(database_url) as store:
         store.export_jsonl("w1", out)
     assert out.read_bytes() == b"".join(full)
+
+
+def test_sessions_search_and_views_name_each_sessions_agent(
+    database_url: str, agents_home: Path
+) -> None:
+    with SessionStore(database_url) as store:
+        store.session("native").append(
+            {"role": "user", "blocks": [{"kind": "text", "text": "zebras"}]}
+        )
+        store.import_foreign(agents_home)
+        agents = {info.id: info.agent for info in store.sessions()}
+        hits = {(hit.session_id, hit.agent) for hit in store.search("zebras")}
+        view = store.read_only_query("SELECT session_id, agent FROM session_sources").rows
+    expected = {
+        "native": "memstore",
+        "2025_p1": "pi",
+        "c1": "claude-code",
+        "c1~agent-a7": "claude-code",
+    }
+    assert agents == expected
+    assert hits == set(expected.items())
+    assert {tuple(row) for row in view} == set(expected.items())
+    code, stdout, _ = invoke(database_url, "sessions", "--json")
+    assert code == 0
+    assert {item["id"]: item["agent"] for item in json.loads(stdout)} == expected
+    code, stdout, _ = invoke(database_url, "search", "--json", "zebras")
+    assert {(hit["sessionId"], hit["agent"]) for hit in json.loads(stdout)} == hits
+    code, stdout, _ = invoke(database_url, "sessions")
+    assert "agent" in stdout
+    assert "claude-" in stdout  # the column may wrap "claude-code" on a narrow terminal
+
+
+# --- export --to --------------------------------------------------------------------------------
+
+
+def test_export_to_writes_an_imported_session_back_and_refuses_another_agents(
+    database_url: str, agents_home: Path, tmp_path: Path
+) -> None:
+    with SessionStore(database_url) as store:
+        store.import_foreign(agents_home)
+        store.session("native").append({"role": "user", "blocks": [{"kind": "text", "text": "x"}]})
+    out = tmp_path / "c1.jsonl"
+    code, stdout, _ = invoke(database_url, "export", "c1", "--to", "claude-code", "-o", str(out))
+    assert code == 0, stdout
+    assert out.read_bytes() == (agents_home / ".claude/projects/-work-demo/c1.jsonl").read_bytes()
+    for session, agent, came_from in [
+        ("c1", "pi", "claude-code"),
+        ("2025_p1", "claude-code", "pi"),
+        ("native", "pi", "memstore"),
+    ]:
+        code, _, stderr = invoke(database_url, "export", session, "--to", agent, "-o", str(out))
+        assert code == 1
+        assert f"came from {came_from}, not {agent}" in stderr.replace("\n", " ")
+    code, _, stderr = invoke(database_url, "export", "c1", "--to", "pi", "--format", "md")
+    assert code == 2
+
+
+@pytest.mark.parametrize(
+    ("agent", "folder"), [("pi", ".pi/agent/sessions"), ("claude-code", ".claude/projects")]
+)
+def test_export_all_to_rebuilds_the_agents_own_folders(
+    sqlite_url: str, agents_home: Path, tmp_path: Path, agent: str, folder: str
+) -> None:
+    with SessionStore(sqlite_url) as store:
+        store.import_foreign(agents_home)
+    out = tmp_path / "out"
+    code, stdout, _ = invoke(sqlite_url, "export", "--all", "--to", agent, "-o", str(out))
+    assert code == 0, stdout
+    source = agents_home / folder
+
+    def tree(root: Path) -> dict[str, bytes]:
+        return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*.jsonl")}
+
+    assert tree(out) == tree(source)
+    assert tree(out)

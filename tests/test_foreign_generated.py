@@ -16,6 +16,7 @@ from typing import Any, NoReturn
 
 import pytest
 
+from memstore.foreign import agent_file
 from memstore.store import SessionStore
 
 REPO = Path(__file__).resolve().parents[1]
@@ -25,7 +26,7 @@ SCRIPT = Path(__file__).parent / "pi_sessions.mjs"
 MESSAGE_TYPES = {"message", "custom_message", "compaction", "branch_summary"}
 
 
-def _missing(reason: str) -> NoReturn:
+def missing_tool(reason: str) -> NoReturn:
     if os.environ.get("CI") == "true":
         pytest.fail(f"{reason}, and CI=true")
     pytest.skip(reason)
@@ -38,12 +39,12 @@ def pi_modules() -> Path:
     if not (modules / "@mariozechner" / "pi-coding-agent" / "package.json").is_file():
         npm = shutil.which("npm")
         if npm is None or shutil.which("node") is None:
-            _missing("node and npm are needed to run pi's SessionManager")
+            missing_tool("node and npm are needed to run pi's SessionManager")
         PI_DIR.mkdir(parents=True, exist_ok=True)
         command = [npm, "install", "--prefix", str(PI_DIR), "--no-audit", "--no-fund", PI_PACKAGE]
         done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
         if done.returncode != 0:
-            _missing(f"npm install {PI_PACKAGE} failed: {done.stderr[-2000:]}")
+            missing_tool(f"npm install {PI_PACKAGE} failed: {done.stderr[-2000:]}")
     return modules
 
 
@@ -148,3 +149,9 @@ def test_pi_usage_and_cost_are_rows_per_assistant_node(
     # The session ends on a model change: the head is the last message, the model the new one.
     assert store.session_info(pi_files[1].stem).metadata["modelId"] == "gpt-5"
     assert len(store.load_path(pi_files[1].stem)) == 60
+
+
+def test_agent_file_names_the_session_folders_pi_makes(pi_modules: Path, tmp_path: Path) -> None:
+    cwds = ["/work/demo", "/home/ü/my project:v2", "C:\\Users\\x", "relative/dir"]
+    expected = [Path(folder).name for folder in _node(pi_modules, "folders", str(tmp_path), *cwds)]
+    assert [agent_file(tmp_path, "pi", "s", {"cwd": cwd}).parent.name for cwd in cwds] == expected

@@ -19,7 +19,7 @@ from typing import Any, ClassVar, TypeAlias
 from memstore import jsjson
 from memstore.blocks import block_problem, turn_problem
 from memstore.errors import InvalidJsonError
-from memstore.types import Turn, TurnLike, parse_turn, turn_to_json
+from memstore.types import Turn, TurnLike, parse_turn
 
 Item: TypeAlias = dict[str, Any]
 """One framework message or item as JSON (a dict)."""
@@ -121,7 +121,10 @@ class Converter:
 
     def to_items(self, turn: TurnLike) -> list[Item]:
         """The item a converted turn came from, or what a turn memstore wrote reads as."""
-        return self._back(dict(turn_to_json(turn)))
+        # a Turn's JSON text is at hand (a stored turn's is the stored text): parsing it is
+        # faster than dumping the model
+        data = jsjson.loads(turn.json_text()) if isinstance(turn, Turn) else dict(turn)
+        return self._back(data)
 
     def to_items_of(self, turns: Iterable[TurnLike]) -> list[Item]:
         """The items of several turns, in order."""

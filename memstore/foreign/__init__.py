@@ -7,8 +7,10 @@ and keeps every line's bytes so that an export writes the file back exactly.
 from __future__ import annotations
 
 import itertools
+import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from memstore import jsjson
 from memstore.errors import InvalidArgumentError, JsonlError
@@ -26,6 +28,7 @@ __all__ = [
     "PiReader",
     "SessionFacts",
     "UsageRow",
+    "agent_file",
     "detect_agent",
     "foreign_files",
     "foreign_target",
@@ -35,6 +38,8 @@ __all__ = [
 ]
 
 _SNIFF_LINES = 20
+_CLAUDE_UNSAFE = re.compile(r"[^a-zA-Z0-9]")
+_CLAUDE_NAME_LIMIT = 200
 
 
 class ForeignTarget(NamedTuple):
@@ -126,3 +131,49 @@ def foreign_target(file: Path, agent: str = "auto") -> ForeignTarget:
         parent = file.parent.parent.name
         return ForeignTarget(file, found, f"{parent}~{file.stem}", parent)
     return ForeignTarget(file, found, file.stem)
+
+
+def agent_file(root: Path, agent: str, session_id: str, metadata: Mapping[str, Any]) -> Path:
+    """Where the agent keeps a session's file under `root` (its `~/.pi/agent/sessions` or
+    `~/.claude/projects`): in the folder it names after the session's cwd, a Claude Code
+    subagent's transcript under its parent session's `subagents/`. Without a cwd: `root`."""
+    cwd = metadata.get("cwd")
+    folder = root
+    if isinstance(cwd, str) and cwd:
+        folder = root / (_pi_folder(cwd) if agent == "pi" else _claude_folder(cwd))
+    parent = metadata.get("parentSession")
+    if agent == "claude-code" and isinstance(parent, str) and session_id.startswith(f"{parent}~"):
+        return folder / parent / "subagents" / f"{session_id[len(parent) + 1 :]}.jsonl"
+    return folder / f"{session_id}.jsonl"
+
+
+def _pi_folder(cwd: str) -> str:
+    """pi's folder for a cwd (its `getDefaultSessionDir`)."""
+    trimmed = cwd[1:] if cwd[:1] in ("/", "\\") else cwd
+    return "--" + re.sub(r"[/\\:]", "-", trimmed) + "--"
+
+
+def _claude_folder(cwd: str) -> str:
+    """Claude Code's project folder for a cwd (every character but ASCII letters and digits a
+    hyphen; a long one cut, with a hash of the whole, as the Claude Code CLI and SDK do)."""
+    name = _CLAUDE_UNSAFE.sub("-", cwd)
+    if len(name) <= _CLAUDE_NAME_LIMIT:
+        return name
+    return f"{name[:_CLAUDE_NAME_LIMIT]}-{_js_hash36(cwd)}"
+
+
+def _js_hash36(text: str) -> str:
+    """JavaScript's `(h << 5) - h + code` string hash, as a base-36 magnitude."""
+    value = 0
+    for char in text:
+        value = ((value << 5) - value + ord(char)) & 0xFFFFFFFF
+    if value >= 0x80000000:
+        value -= 0x100000000
+    value = abs(value)
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+    out = ""
+    while True:
+        value, rest = divmod(value, 36)
+        out = digits[rest] + out
+        if value == 0:
+            return out

@@ -45,7 +45,16 @@ from memstore.store.rows import stored_rows
 from memstore.store.tables import node_blocks, nodes, nodes_fts, records, session_tags, sessions
 from memstore.types import SessionNode, Turn, is_storable_text, validate_session_id
 
-__all__ = ["UNSET", "Plan", "SessionInfo", "Step", "StoreStats", "Unset"]
+__all__ = [
+    "NATIVE_AGENT",
+    "UNSET",
+    "Plan",
+    "SessionInfo",
+    "Step",
+    "StoreStats",
+    "Unset",
+    "agent_of",
+]
 
 T = TypeVar("T")
 Step: TypeAlias = Executable | tuple[Executable | Prepared, Params]
@@ -86,6 +95,16 @@ class Unset:
 
 UNSET = Unset()
 
+NATIVE_AGENT = "memstore"
+"""The agent of a session written through memstore itself (as the `session_sources` view says)."""
+
+
+def agent_of(metadata: Mapping[str, Any] | None) -> str:
+    """Which agent wrote a session, from its metadata: `pi` or `claude-code` for an imported
+    session file, else memstore itself."""
+    agent = (metadata or {}).get("agent")
+    return agent if isinstance(agent, str) else NATIVE_AGENT
+
 
 @dataclass(frozen=True)
 class SessionInfo:
@@ -100,6 +119,11 @@ class SessionInfo:
     title: str | None = None
     tags: tuple[str, ...] = ()
     metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def agent(self) -> str:
+        """Which agent wrote the session (`memstore`, `pi` or `claude-code`)."""
+        return agent_of(self.metadata)
 
 
 def as_call(step: Step) -> tuple[Any, ...]:

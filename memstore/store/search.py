@@ -8,15 +8,16 @@ current after every append and import.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Select, func, literal_column, select, text
 
 from memstore.errors import InvalidArgumentError, InvalidSessionIdError
-from memstore.store.plans import Plan
+from memstore.store.plans import NATIVE_AGENT, Plan, agent_of
 from memstore.store.rows import storable
-from memstore.store.tables import nodes, nodes_fts
+from memstore.store.tables import nodes, nodes_fts, sessions
 from memstore.types import is_storable_text
 
 __all__ = ["SearchHit", "fts5_query", "search"]
@@ -35,6 +36,8 @@ class SearchHit:
     created_at: int
     snippet: str
     rank: float
+    agent: str = NATIVE_AGENT
+    """Which agent wrote the session: `memstore`, or `pi` / `claude-code` for imported files."""
 
 
 def fts5_query(query: str) -> str:
@@ -96,4 +99,15 @@ def search(
     if session_id is not None:
         statement = statement.where(nodes.c.session_id == session_id)
     statement = statement.order_by(text("rank DESC"), nodes.c.pk).limit(limit)
-    return [SearchHit(**row._mapping) for row in (yield statement)]
+    hits = [SearchHit(**row._mapping) for row in (yield statement)]
+    return (yield from _with_agents(hits))
+
+
+def _with_agents(hits: list[SearchHit]) -> Plan[list[SearchHit]]:
+    """The hits, each naming the agent its session came from."""
+    if not hits:
+        return hits
+    ids = sorted({hit.session_id for hit in hits})
+    rows = yield select(sessions.c.id, sessions.c.meta).where(sessions.c.id.in_(ids))
+    agents = {row.id: agent_of(row.meta) for row in rows}
+    return [dataclasses.replace(hit, agent=agents[hit.session_id]) for hit in hits]

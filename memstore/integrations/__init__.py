@@ -1,0 +1,7 @@
+"""memstore as the session store of agent frameworks, one module per framework, each an optional
+extra that `import memstore` never loads:
+
+- `memstore.integrations.openai_agents`: `MemstoreSession`, an OpenAI Agents SDK `Session`;
+- `memstore.integrations.langchain`: `MemstoreChatMessageHistory`, a LangChain
+  `BaseChatMessageHistory`.
+"""

@@ -1,0 +1,153 @@
+"""An OpenAI Agents SDK `Session` on a memstore store; needs the `openai-agents` extra.
+
+```python
+session = MemstoreSession("user-42", store)          # a SessionStore or an AsyncSessionStore
+await Runner.run(agent, "Hello", session=session)
+```
+
+Each item is one turn (`memstore.convert.responses`), so the conversation is searchable and
+queryable like any session. `add_items` appends its items as one chain in one transaction at the
+head, so concurrent writers make one linear history. `pop_item` and `clear_session` delete
+nothing: `pop_item` moves the head back to the parent, `clear_session` starts a new root, and the
+earlier turns stay in the session as other branches (`store.load_session(id)` shows them all;
+re-appending a stored node with `store.append_node(id, node)` makes it the head again).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from agents.memory import OpenAIResponsesCompactionArgs, SessionSettings
+from agents.memory.session_settings import resolve_session_limit
+
+from memstore import jsjson
+from memstore.condense import should_compact
+from memstore.convert.responses import RESPONSES
+from memstore.integrations import _history
+from memstore.integrations._history import AnyStore
+from memstore.store import SessionStore
+from memstore.store.compaction import CompactionResult
+from memstore.store.plans import now_ms
+from memstore.types import CompactionPolicy, ModelCard, ModelInvoker, validate_session_id
+
+if TYPE_CHECKING:
+    from agents.items import TResponseInputItem
+
+__all__ = ["MemstoreSession", "SessionCompaction"]
+
+
+@dataclass(frozen=True)
+class SessionCompaction:
+    """How `MemstoreSession.run_compaction` condenses: memstore's summarizer on any invoker."""
+
+    model: ModelCard
+    invoker: ModelInvoker
+    policy: CompactionPolicy = field(default_factory=CompactionPolicy)
+
+
+class MemstoreSession:
+    """The items of one OpenAI Agents SDK session, kept as the memstore session `session_id`."""
+
+    def __init__(
+        self,
+        session_id: str,
+        store: AnyStore,
+        *,
+        session_settings: SessionSettings | None = None,
+        compaction: SessionCompaction | None = None,
+    ) -> None:
+        self.session_id = validate_session_id(session_id)
+        self.store = store
+        self.session_settings = session_settings
+        self.compaction = compaction
+        self._seen: _Seen | None = None
+
+    async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
+        """The latest `limit` items (default: the settings' limit, else all), oldest first."""
+        limit = resolve_session_limit(limit, self.session_settings)
+        if limit is not None and limit <= 0:
+            return []
+        head = await _history.arun(self.store, _history.head(self.session_id))
+        if self._seen is None or self._seen.head != head:
+            found = await _history.arun(self.store, _history.turns(self.session_id))
+            self._seen = _Seen.of(head, RESPONSES.to_items_of(found))
+        return self._seen.items(limit)
+
+    async def add_items(self, items: Sequence[TResponseInputItem]) -> None:
+        """Append `items` as one atomic batch."""
+        plain = [_plain(item) for item in items]
+        nodes = await _history.arun(
+            self.store, _history.add(self.session_id, RESPONSES.to_turns(plain))
+        )
+        seen = self._seen
+        if nodes and seen is not None and nodes[0].parent == seen.head:
+            self._seen = seen.extended(nodes[-1].id, plain)
+
+    async def pop_item(self) -> TResponseInputItem | None:
+        """Remove the newest item from the history and return it (it stays as a branch)."""
+        turn = await _history.arun(self.store, _history.pop(self.session_id, now_ms()))
+        if turn is None:
+            return None
+        items = RESPONSES.to_items(turn)
+        return items[-1] if items else None  # type: ignore[return-value]
+
+    async def clear_session(self) -> None:
+        """Empty the history (the old one stays in the session as another branch)."""
+        await _history.arun(self.store, _history.clear(self.session_id, now_ms()))
+
+    async def run_compaction(self, args: OpenAIResponsesCompactionArgs | None = None) -> None:
+        """Condense the history onto a new branch (a summary, then the newest turns) once it
+        fills the policy's share of the model's window, or at once with `force`; the SDK calls
+        this after each turn. Without `compaction` settings it does nothing."""
+        settings = self.compaction
+        if settings is None:
+            return
+        if not (args or {}).get("force"):
+            found = await _history.arun(self.store, _history.turns(self.session_id))
+            if not should_compact(found, settings.model, settings.policy):
+                return
+        await self._compact(settings)
+
+    async def _compact(self, settings: SessionCompaction) -> CompactionResult:
+        if isinstance(self.store, SessionStore):
+            return await asyncio.to_thread(
+                self.store.compact_session,
+                self.session_id,
+                settings.model,
+                settings.invoker,
+                settings.policy,
+            )
+        return await self.store.compact_session(
+            self.session_id, settings.model, settings.invoker, settings.policy
+        )
+
+
+@dataclass(frozen=True)
+class _Seen:
+    """The items on the path to `head`, as JSON text. A node id names its whole path (ids are
+    content addresses), so while the head is the same, so are the items: `get_items` then
+    reads only the head, and parses the items as the SDK's own SQLiteSession does."""
+
+    head: str | None
+    texts: tuple[str, ...]
+
+    @classmethod
+    def of(cls, head: str | None, items: Sequence[Any]) -> _Seen:
+        return cls(head, tuple(jsjson.dumps(item) for item in items))
+
+    def extended(self, head: str, items: Sequence[Any]) -> _Seen:
+        return _Seen(head, self.texts + tuple(jsjson.dumps(item) for item in items))
+
+    def items(self, limit: int | None) -> list[Any]:
+        texts = self.texts if limit is None else self.texts[-limit:]
+        return [jsjson.loads(text) for text in texts]
+
+
+def _plain(item: Any) -> dict[str, Any]:
+    """An item as a JSON dict (the SDK may hand over pydantic models)."""
+    if hasattr(item, "model_dump"):
+        return item.model_dump(mode="json", exclude_unset=True)  # type: ignore[no-any-return]
+    return dict(item)
