@@ -8,24 +8,37 @@
 - `load_session` of a 10,000-node session vs raw `SELECT` + `json.loads` — goal <= 2x. Also
   shown: the same raw read of memstore's own table, whose rows are wider (search text, role);
 - `load_path` to a leaf at depth 100 in a 20,000-node session vs `load_session` — goal >= 20x
-  faster.
+  faster;
+- `AsyncSessionStore` vs `SessionStore`, the same appends and loads — goal <= 1.5x.
+
+With `--postgres URL`, the same on PostgreSQL, for 500, 5,000 and 20,000 turns appended one by
+one to a fresh database (a new schema): per-append cost, first tenth vs last tenth (goal <= 1.3),
+and vs a floor of raw psycopg 3 writing the same rows into the same schema, one transaction per
+turn, with prepared statements (goal <= 2.5x); `load_session` vs one raw `SELECT` + `json.loads`
+(goal <= 2x); `load_path` of the whole chain vs `load_session` (goal <= 1.5x) and vs the raw read;
+`load_path(last=50)` vs a raw read of the newest 50 rows; and the async store against the sync one.
 
     python benchmarks/bench_store.py
+    python benchmarks/bench_store.py --postgres postgresql://127.0.0.1:5432/test [--sizes 500,5000]
 """
 
 from __future__ import annotations
 
+import argparse
+import asyncio
 import gc
 import itertools
 import json
 import sqlite3
+import statistics
 import tempfile
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from memstore import SessionGraph, SessionNode, SessionStore, jsjson
+from memstore import AsyncSessionStore, SessionGraph, SessionNode, SessionStore, jsjson
 from memstore.store.rows import stored_rows
 
 APPENDS = 2000
@@ -37,10 +50,18 @@ def turn(i: int) -> dict[str, object]:
             "role": "assistant",
             "blocks": [
                 {"kind": "text", "text": f"Answer {i}: " + "details " * 30},
-                {"kind": "tool_call", "id": f"c{i}", "name": "grep", "input": {"pattern": f"x{i}"}},
+                {
+                    "kind": "tool_call",
+                    "id": f"c{i}",
+                    "name": "grep",
+                    "input": {"pattern": f"x{i}"},
+                },
             ],
         }
-    return {"role": "user", "blocks": [{"kind": "text", "text": f"Question {i}? " + "why " * 20}]}
+    return {
+        "role": "user",
+        "blocks": [{"kind": "text", "text": f"Question {i}? " + "why " * 20}],
+    }
 
 
 def chain(session_id: str, count: int, branch_every: int = 0) -> list[SessionNode]:
@@ -85,7 +106,13 @@ def raw_appends(path: Path, nodes: list[SessionNode]) -> None:
         connection.execute("BEGIN IMMEDIATE")
         connection.execute(
             "INSERT INTO nodes VALUES (?, ?, ?, ?, ?)",
-            ("s", node.id, node.parent, jsjson.dumps(node.turn.to_json()), node.created_at),
+            (
+                "s",
+                node.id,
+                node.parent,
+                jsjson.dumps(node.turn.to_json()),
+                node.created_at,
+            ),
         )
         connection.execute("INSERT OR REPLACE INTO heads VALUES ('s', ?)", (node.id,))
         connection.execute("COMMIT")
@@ -139,7 +166,8 @@ def raw_same_rows(path: Path, session_id: str, prepared: list[tuple[Any, ...]]) 
             blocks,
         )
         connection.execute(
-            "INSERT INTO records (session_id, kind, node_id) VALUES (?, 'append', ?)", record
+            "INSERT INTO records (session_id, kind, node_id) VALUES (?, 'append', ?)",
+            record,
         )
         connection.execute("UPDATE sessions SET head = ?, updated_at = ? WHERE id = ?", head)
         connection.execute("COMMIT")
@@ -157,14 +185,15 @@ def raw_load_same_rows(path: Path, session_id: str) -> None:
     """The floor's SELECT + json.loads, on memstore's own table (wider rows, more pages)."""
     connection = sqlite3.connect(path)
     rows = connection.execute(
-        "SELECT id, parent_id, turn_json, created_at FROM nodes WHERE session_id = ? ORDER BY pk",
+        "SELECT id, parent_id, turn_json, created_at FROM nodes WHERE session_id = ? AND pk > 0"
+        " ORDER BY pk",
         (session_id,),
     )
     [(node_id, parent, json.loads(text), t) for node_id, parent, text, t in rows]
     connection.close()
 
 
-def main() -> int:
+def sqlite_main() -> int:
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
         appended = chain("s", APPENDS)
@@ -181,7 +210,13 @@ def main() -> int:
         ours = timed(append_all)
         rows = [
             ("append_node", floor / APPENDS, ours / APPENDS, ours / floor, "<= 2.5x"),
-            ("  vs 2 bare tables", bare / APPENDS, ours / APPENDS, ours / bare, "(for scale)"),
+            (
+                "  vs 2 bare tables",
+                bare / APPENDS,
+                ours / APPENDS,
+                ours / bare,
+                "(for scale)",
+            ),
         ]
 
         big = chain("big", 10_000)
@@ -207,12 +242,254 @@ def main() -> int:
         path = timed(lambda: store.load_path("wide", leaf.id), repeat=3)
         rows.append((f"load_path depth {depth}", whole, path, whole / path, ">= 20x faster"))
         store.close()
-    print(f"{'':22} {'floor':>12} {'memstore':>12} {'ratio':>8}  goal")
-    for name, floor_time, our_time, ratio, goal in rows:
-        print(
-            f"{name:22} {floor_time * 1e3:10.3f}ms {our_time * 1e3:10.3f}ms {ratio:7.2f}x  {goal}"
-        )
+        rows.extend(async_rows(lambda name: f"sqlite:///{root / name}.db", 2000))
+    report(rows)
     return 0
+
+
+Row = tuple[str, float, float, float, str]
+
+
+def report(rows: list[Row], floor: str = "floor") -> None:
+    """Print rows of (what, floor seconds, memstore seconds, ratio, goal); a row whose name
+    ends with "last/first" holds ratios, not seconds."""
+    print(f"{'':30} {floor:>12} {'memstore':>12} {'ratio':>8}  goal")
+    for name, floor_time, our_time, ratio, goal in rows:
+        if name.endswith("last/first"):
+            print(f"{name:30} {floor_time:11.2f}x {our_time:11.2f}x {'':8}  {goal}")
+            continue
+        print(
+            f"{name:30} {floor_time * 1e3:10.3f}ms {our_time * 1e3:10.3f}ms {ratio:7.2f}x  {goal}"
+        )
+
+
+def async_rows(url_of: Callable[[str], str], count: int) -> list[Row]:
+    """The sync and the async store, each appending the same `count` turns one by one to a
+    fresh database, then loading the session and its path: async time vs sync time."""
+    nodes = chain("s", count)
+    sync_store = SessionStore(url_of("sync"))
+
+    def append_all() -> None:
+        for node in nodes:
+            sync_store.append_node("s", node)
+
+    sync_append = timed(append_all)
+    sync_load, sync_path = interleaved(
+        lambda: sync_store.load_session("s"),
+        lambda: sync_store.load_path("s"),
+        rounds=5,
+    )
+    sync_store.close()
+
+    async def run_async() -> tuple[float, float, float]:
+        async with AsyncSessionStore(url_of("async")) as store:
+            start = time.perf_counter()
+            for node in nodes:
+                await store.append_node("s", node)
+            append = time.perf_counter() - start
+            load = path = float("inf")
+            for _ in range(5):
+                for kind in ("load", "path"):
+                    gc.collect()
+                    start = time.perf_counter()
+                    if kind == "load":
+                        await store.load_session("s")
+                        load = min(load, time.perf_counter() - start)
+                    else:
+                        await store.load_path("s")
+                        path = min(path, time.perf_counter() - start)
+            return append, load, path
+
+    gc.collect()
+    async_append, async_load, async_path = asyncio.run(run_async())
+    return [
+        (
+            f"async append x{count}",
+            sync_append,
+            async_append,
+            async_append / sync_append,
+            "<= 1.5x sync",
+        ),
+        (
+            f"async load_session {count}",
+            sync_load,
+            async_load,
+            async_load / sync_load,
+            "<= 1.5x sync",
+        ),
+        (
+            f"async load_path {count}",
+            sync_path,
+            async_path,
+            async_path / sync_path,
+            "<= 1.5x sync",
+        ),
+    ]
+
+
+# --- PostgreSQL ---------------------------------------------------------------------------------
+
+
+class FreshSchemas:
+    """Fresh, empty schemas on one PostgreSQL server, dropped at the end."""
+
+    def __init__(self, url: str) -> None:
+        import psycopg
+
+        self.url = url
+        self.admin = psycopg.connect(url, autocommit=True)
+        self.names: list[str] = []
+
+    def new(self) -> str:
+        """A new schema's URL (for memstore) and name."""
+        name = f"memstore_bench_{uuid.uuid4().hex[:12]}"
+        self.admin.execute(f'CREATE SCHEMA "{name}"')
+        self.names.append(name)
+        return name
+
+    def store_url(self, name: str) -> str:
+        separator = "&" if "?" in self.url else "?"
+        return f"{self.url}{separator}options=-csearch_path%3D{name}"
+
+    def close(self) -> None:
+        for name in self.names:
+            self.admin.execute(f'DROP SCHEMA "{name}" CASCADE')
+        self.admin.close()
+
+
+_FLOOR_NODE = (
+    "INSERT INTO nodes (session_id, id, parent_id, role, created_at, turn_json, search_text)"
+    " VALUES (%(session_id)s, %(id)s, %(parent_id)s, %(role)s, %(created_at)s, %(turn_json)s,"
+    " %(search_text)s)"
+)
+_FLOOR_BLOCK = (
+    "INSERT INTO node_blocks (session_id, node_id, position, kind, text, tool_name, call_id,"
+    " is_error, input_json, output_json) VALUES (%(session_id)s, %(node_id)s, %(position)s,"
+    " %(kind)s, %(text)s, %(tool_name)s, %(call_id)s, %(is_error)s, %(input_json)s,"
+    " %(output_json)s)"
+)
+_FLOOR_RECORD = "INSERT INTO records (session_id, kind, node_id) VALUES (%s, 'append', %s)"
+_FLOOR_HEAD = "UPDATE sessions SET head = %s, updated_at = %s WHERE id = %s"
+_FLOOR_READ = (
+    "SELECT id, parent_id, turn_json, created_at FROM nodes WHERE session_id = %s ORDER BY pk"
+)
+_FLOOR_READ_LAST = (
+    "SELECT id, parent_id, turn_json, created_at FROM nodes WHERE session_id = %s AND pk > 0"
+    " ORDER BY pk DESC LIMIT %s"
+)
+
+
+def floor_appends(connection: Any, prepared: list[tuple[Any, ...]]) -> list[float]:
+    """Raw psycopg: per turn, one transaction writing the rows memstore writes; each one's time."""
+    times = []
+    for node, blocks, record, head in prepared:
+        start = time.perf_counter()
+        with connection.transaction(), connection.cursor() as cursor:
+            cursor.execute(_FLOOR_NODE, node, prepare=True)
+            if blocks:
+                cursor.executemany(_FLOOR_BLOCK, blocks)
+            cursor.execute(_FLOOR_RECORD, record, prepare=True)
+            cursor.execute(_FLOOR_HEAD, head, prepare=True)
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def floor_read(connection: Any, session_id: str, last: int | None = None) -> None:
+    """Raw psycopg: one SELECT of the session's rows (or its newest `last`) + json.loads."""
+    with connection.cursor() as cursor:
+        if last is None:
+            cursor.execute(_FLOOR_READ, (session_id,), prepare=True)
+        else:
+            cursor.execute(_FLOOR_READ_LAST, (session_id, last), prepare=True)
+        [(node_id, parent, json.loads(text), t) for node_id, parent, text, t in cursor]
+        connection.commit()
+
+
+def tenths(times: list[float]) -> tuple[float, float]:
+    """The mean of the first tenth and of the last tenth."""
+    tenth = max(len(times) // 10, 1)
+    return statistics.fmean(times[:tenth]), statistics.fmean(times[-tenth:])
+
+
+def postgres_size(schemas: FreshSchemas, count: int) -> list[Row]:
+    """One size: memstore and the floor, each appending `count` turns to a fresh schema."""
+    import psycopg
+
+    nodes = chain("s", count)
+    floor_schema = schemas.new()
+    SessionStore(schemas.store_url(floor_schema)).close()  # memstore's schema, empty
+    raw = psycopg.connect(schemas.url, options=f"-csearch_path={floor_schema}")
+    raw.execute("INSERT INTO sessions (id, created_at, updated_at) VALUES ('s', 0, 0)")
+    raw.commit()
+    floor_times = floor_appends(raw, same_rows("s", nodes))
+
+    store = SessionStore(schemas.store_url(schemas.new()))
+    times = []
+    for node in nodes:
+        start = time.perf_counter()
+        store.append_node("s", node)
+        times.append(time.perf_counter() - start)
+    rounds = 5 if count <= 5000 else 3
+    floor_load, load, path, floor_last, last = interleaved(
+        lambda: floor_read(raw, "s"),
+        lambda: store.load_session("s"),
+        lambda: store.load_path("s"),
+        lambda: floor_read(raw, "s", 50),
+        lambda: store.load_path("s", last=50),
+        rounds=rounds,
+    )
+    store.close()
+    raw.close()
+    first, final = tenths(times)
+    floor_first, floor_final = tenths(floor_times)
+    mean, floor_mean = statistics.fmean(times), statistics.fmean(floor_times)
+    return [
+        (f"{count}: append, first tenth", floor_first, first, first / floor_first, ""),
+        (f"{count}: append, last tenth", floor_final, final, final / floor_final, ""),
+        (
+            f"{count}: append, last/first",
+            floor_final / floor_first,
+            final / first,
+            final / first,
+            "<= 1.3 (memstore's)",
+        ),
+        (f"{count}: append, mean", floor_mean, mean, mean / floor_mean, "<= 2.5x"),
+        (f"{count}: load_session", floor_load, load, load / floor_load, "<= 2x"),
+        (f"{count}: load_path (whole)", floor_load, path, path / floor_load, ""),
+        (f"{count}: load_path/load_session", load, path, path / load, "<= 1.5x"),
+        (f"{count}: load_path(last=50)", floor_last, last, last / floor_last, ""),
+    ]
+
+
+def postgres_main(url: str, sizes: list[int], async_count: int) -> int:
+    schemas = FreshSchemas(url)
+    try:
+        rows: list[Row] = []
+        for count in sizes:
+            rows.extend(postgres_size(schemas, count))
+        if async_count:
+            rows.extend(async_rows(lambda _: schemas.store_url(schemas.new()), async_count))
+    finally:
+        schemas.close()
+    report(rows, floor="floor/sync")
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--postgres", metavar="URL", help="benchmark PostgreSQL at URL")
+    parser.add_argument("--sizes", default="500,5000,20000", help="turns appended (PostgreSQL)")
+    parser.add_argument(
+        "--async-turns",
+        type=int,
+        default=2000,
+        help="turns of the async vs sync run (PostgreSQL)",
+    )
+    args = parser.parse_args()
+    if args.postgres:
+        sizes = [int(size) for size in args.sizes.split(",")]
+        return postgres_main(args.postgres, sizes, args.async_turns)
+    return sqlite_main()
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ from memstore.store.engine import (
     BUSY_TIMEOUT_SECONDS,
     DEFAULT_URL,
     WRITE,
+    configure_postgresql,
     configure_sqlite,
     create_store_engine,
     driver_installed,
@@ -38,6 +39,7 @@ from memstore.store.prepared import Prepared, PreparedRows
 from memstore.store.readonly import QueryResult, run_read_only
 from memstore.store.search import SearchHit
 from memstore.store.sync import drive as sync_drive
+from memstore.store.sync import run as sync_run
 from memstore.store.transfer import FileProgress, ImportReport, Progress
 from memstore.types import (
     Clock,
@@ -66,14 +68,19 @@ def create_async_store_engine(url: str | URL = DEFAULT_URL, **kwargs: Any) -> As
         engine = create_async_engine(parsed, **kwargs)
     if sqlite:
         configure_sqlite(engine.sync_engine)
+    else:
+        configure_postgresql(engine.sync_engine)
     return engine
 
 
-async def execute(connection: AsyncConnection, step: Step) -> Any:
-    """One step of a plan: a prepared statement straight to the driver, else through Core."""
+async def execute(connection: AsyncConnection, step: Step, driver: Any = None) -> Any:
+    """One step of a plan: a prepared statement straight to the driver (`driver`: psycopg's
+    asyncio connection under `connection`, if known), else through Core."""
     if isinstance(step, tuple) and isinstance(step[0], Prepared):
         if step[0].streamed:  # export and import plans run on the sync connection (run_sync)
             raise TypeError("a streamed statement runs on a sync connection (use run_sync)")
+        if driver is not None:
+            return await step[0].run_async(driver, connection.dialect, step[1])
         compiled = step[0].compiled(connection.dialect)
         result = await connection.exec_driver_sql(compiled.sql, compiled.driver_params(step[1]))
         rows = (tuple(row) for row in result) if result.returns_rows else ()
@@ -83,10 +90,13 @@ async def execute(connection: AsyncConnection, step: Step) -> Any:
 
 async def drive(plan: Plan[T], connection: AsyncConnection) -> T:
     """Run a plan's statements on `connection`, feeding each result back to the plan."""
+    driver = None
+    if connection.dialect.name == "postgresql":  # psycopg: prepared statements skip SQLAlchemy
+        driver = (await connection.get_raw_connection()).driver_connection
     try:
         step = next(plan)
         while True:
-            step = plan.send(await execute(connection, step))
+            step = plan.send(await execute(connection, step, driver))
     except StopIteration as done:
         return done.value  # type: ignore[no-any-return]
 
@@ -149,10 +159,27 @@ class AsyncSessionStore:
             async with connection.begin():
                 yield connection
 
+    def _sync(self) -> Engine:
+        """A sync engine on the same database (made once)."""
+        if self._sync_engine is None:
+            url = self.engine.url
+            self._sync_engine = create_store_engine(url.set(drivername=url.get_backend_name()))
+        return self._sync_engine
+
     async def _run(self, plan: Plan[T], *, write: bool, action: str) -> T:
+        if self.dialect == "sqlite":
+            return await self._in_thread(plan, write=write, action=action)
         with translate_database_errors(action):
             async with self.transaction(write=write) as connection:
                 return await drive(plan, connection)
+
+    async def _in_thread(self, plan: Plan[T], *, write: bool, action: str) -> T:
+        """Run a plan on SQLite's own driver, the whole transaction in a worker thread: through
+        aiosqlite every statement was a round trip to its thread, and an append took 10x the
+        sync store's time. The event loop waits on one thread hop per operation instead."""
+        if not self._opened:
+            await self.open()
+        return await asyncio.to_thread(sync_run, self._sync(), plan, write=write, action=action)
 
     async def append_node(
         self, session_id: str, node: SessionNode, *, expected_head: str | Unset | None = UNSET
@@ -180,7 +207,7 @@ class AsyncSessionStore:
         self, session_id: str, leaf: str | None = None, *, last: int | None = None
     ) -> list[SessionNode]:
         """See `SessionStore.load_path_nodes`."""
-        plan = plans.load_path_nodes(session_id, leaf, last)
+        plan = plans.load_path_nodes(self.dialect, session_id, leaf, last)
         return await self._run(plan, write=False, action="loading a path")
 
     async def head(self, session_id: str) -> str | None:
@@ -245,7 +272,7 @@ class AsyncSessionStore:
         clock: Clock | None = None,
     ) -> compaction.CompactionResult:
         """See `SessionStore.compact_session`."""
-        read = compaction.read_head_path(session_id)
+        read = compaction.read_head_path(self.dialect, session_id)
         head, path = await self._run(read, write=False, action=f"reading session {session_id!r}")
         draft = await compaction.draft_branch(
             session_id, head, path, model_card, invoker, policy, clock
@@ -258,6 +285,8 @@ class AsyncSessionStore:
     async def _run_blocking(self, plan: Plan[T], *, write: bool, action: str) -> T:
         """Drive a plan that does file I/O as it goes (import, export) on the sync side of the
         connection, in SQLAlchemy's worker greenlet: the same plan the sync store runs."""
+        if self.dialect == "sqlite":
+            return await self._in_thread(plan, write=write, action=action)
         with translate_database_errors(action):
             async with self.transaction(write=write) as connection:
                 return await connection.run_sync(lambda sync: sync_drive(plan, sync))
@@ -385,10 +414,7 @@ class AsyncSessionStore:
         """See `SessionStore.read_only_query`."""
         # The read-only machinery speaks the sync drivers' APIs: run it on a sync engine of
         # the same database, in a worker thread.
-        if self._sync_engine is None:
-            url = self.engine.url
-            self._sync_engine = create_store_engine(url.set(drivername=url.get_backend_name()))
-        engine = self._sync_engine
+        engine = self._sync()
         with translate_database_errors("running a query"):
             return await asyncio.to_thread(run_read_only, engine, sql, limit=limit)
 

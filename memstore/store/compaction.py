@@ -62,7 +62,7 @@ class CompactionDraft:
     nodes: tuple[SessionNode, ...]
 
 
-def read_head_path(session_id: str) -> Plan[tuple[str | None, list[SessionNode]]]:
+def read_head_path(dialect: str, session_id: str) -> Plan[tuple[str | None, list[SessionNode]]]:
     """The session's head and the nodes from the root to it.
 
     Raises:
@@ -75,7 +75,7 @@ def read_head_path(session_id: str) -> Plan[tuple[str | None, list[SessionNode]]
         raise UnknownSessionError(f"no session {session_id!r}")
     if row.head is None:
         return None, []
-    path = yield from plans.load_path_nodes(session_id, row.head)
+    path = yield from plans.load_path_nodes(dialect, session_id, row.head)
     return row.head, path
 
 

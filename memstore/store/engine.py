@@ -4,6 +4,10 @@ SQLite gets WAL (readers never block the writer), a busy timeout (writers wait i
 failing), foreign keys, `synchronous=NORMAL` (in WAL mode a committed transaction survives a
 crash of the process; a power loss may lose the last few), and `BEGIN IMMEDIATE` for writing
 transactions so that two writers never deadlock on a lock upgrade.
+
+PostgreSQL connections plan every statement for the parameters and table sizes of the moment
+(`plan_cache_mode = force_custom_plan`): a generic plan cached while the tables were small, by the
+driver's prepared statements or by the foreign key checks, would keep scanning as they grow.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from memstore.store import DEFAULT_URL
 __all__ = [
     "DEFAULT_URL",
     "WRITE",
+    "configure_postgresql",
     "configure_sqlite",
     "create_store_engine",
     "driver_installed",
@@ -73,6 +78,17 @@ def configure_sqlite(engine: Engine) -> None:
         connection.exec_driver_sql("BEGIN IMMEDIATE" if writing else "BEGIN")
 
 
+def configure_postgresql(engine: Engine) -> None:
+    """Make every new connection plan each statement afresh (see the module docstring)."""
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        cursor = dbapi_connection.cursor()
+        cursor.execute("SET plan_cache_mode = force_custom_plan")
+        cursor.close()
+        dbapi_connection.commit()  # a rollback would undo the SET
+
+
 def refuse_memory_sqlite(url: URL) -> None:
     """Each connection to `sqlite://` would see its own empty database: refuse it."""
     if url.database in (None, "", ":memory:"):
@@ -101,4 +117,6 @@ def create_store_engine(url: str | URL = DEFAULT_URL, **kwargs: Any) -> Engine:
         engine = sa_create_engine(parsed, **kwargs)
     if parsed.get_backend_name() == "sqlite":
         configure_sqlite(engine)
+    else:
+        configure_postgresql(engine)
     return engine

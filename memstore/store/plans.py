@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any, Protocol, TypeAlias, TypeVar, cast
 
 from sqlalchemy import (
@@ -22,6 +23,8 @@ from sqlalchemy import (
     insert,
     literal,
     select,
+    true,
+    union_all,
     update,
 )
 from sqlalchemy.dialects import postgresql, sqlite
@@ -42,7 +45,16 @@ from memstore.graph import SessionGraph
 from memstore.store.bulk import paused_gc
 from memstore.store.prepared import Params, Prepared
 from memstore.store.rows import stored_rows
-from memstore.store.tables import node_blocks, nodes, nodes_fts, records, session_tags, sessions
+from memstore.store.tables import (
+    IN_STORED_ORDER,
+    Id,
+    node_blocks,
+    nodes,
+    nodes_fts,
+    records,
+    session_tags,
+    sessions,
+)
 from memstore.types import SessionNode, Turn, is_storable_text, validate_session_id
 
 __all__ = [
@@ -195,19 +207,24 @@ _ENSURE_SESSION = {
     )
     for dialect, module in (("postgresql", postgresql), ("sqlite", sqlite))
 }
-_NODE_AND_PARENT = Prepared(
-    select(nodes.c.id, nodes.c.parent_id, nodes.c.created_at, nodes.c.turn_json).where(
-        nodes.c.session_id == bindparam("session_id"),
-        nodes.c.id.in_([bindparam("node_id"), bindparam("parent_id")]),
+
+
+def _node_by_key(node_id: str) -> Select[Any]:
+    return select(nodes.c.id, nodes.c.parent_id, nodes.c.created_at, nodes.c.turn_json).where(
+        nodes.c.session_id == bindparam("session_id"), nodes.c.id == bindparam(node_id)
     )
-)
+
+
+# Two lookups by key, not `id IN (:node_id, :parent_id)`: PostgreSQL may read an IN list on the
+# index's second column as a filter over the whole session, when it thinks the session small.
+_NODE_AND_PARENT = Prepared(union_all(_node_by_key("node_id"), _node_by_key("parent_id")))
 _NODES_BY_ID = select(nodes.c.id, nodes.c.parent_id, nodes.c.turn_json, nodes.c.created_at).where(
     nodes.c.session_id == bindparam("session_id"),
     nodes.c.id.in_(bindparam("node_ids", expanding=True)),
 )
 _SESSION_NODES = Prepared(
     select(nodes.c.id, nodes.c.parent_id, nodes.c.turn_json, nodes.c.created_at)
-    .where(nodes.c.session_id == bindparam("session_id"))
+    .where(nodes.c.session_id == bindparam("session_id"), IN_STORED_ORDER)
     .order_by(nodes.c.pk)
 )
 _MOVE_HEAD = Prepared(
@@ -224,14 +241,16 @@ INSERT_RECORDS = Prepared.insert(records, [c.name for c in records.columns if c.
 # terms, so every node became a tiny index segment to merge (half of a bulk import's time).
 _LAST_NODE_PK = Prepared(
     select(func.coalesce(func.max(nodes.c.pk), 0)).where(
-        nodes.c.session_id == bindparam("session_id")
+        nodes.c.session_id == bindparam("session_id"), IN_STORED_ORDER
     )
 )
 _INDEX_NODES_AFTER = Prepared(
     insert(nodes_fts).from_select(
         ["rowid", "search_text"],
         select(nodes.c.pk, nodes.c.search_text).where(
-            nodes.c.session_id == bindparam("session_id"), nodes.c.pk > bindparam("after")
+            nodes.c.session_id == bindparam("session_id"),
+            IN_STORED_ORDER,
+            nodes.c.pk > bindparam("after"),
         ),
     )
 )
@@ -247,6 +266,28 @@ def ensure_session(dialect: str, session_id: str, now: int) -> Plan[str | None]:
 def node_rows(session_id: str, node_ids: Iterable[str]) -> Step:
     """The stored nodes among `node_ids` (id, parent_id, turn_json, created_at)."""
     return _NODES_BY_ID, {"session_id": session_id, "node_ids": list(node_ids)}
+
+
+def stored_ids(dialect: str, session_id: str, node_ids: Sequence[str]) -> Select[Any]:
+    """The ids among `node_ids` that the session holds.
+
+    On PostgreSQL each id is looked up by itself (a LATERAL subquery with LIMIT 1, per id): as
+    `id IN (...)`, the planner may read the whole session instead, when it thinks it small.
+    """
+    if dialect != "postgresql":
+        return select(nodes.c.id).where(nodes.c.session_id == session_id, nodes.c.id.in_(node_ids))
+    given = (
+        func.unnest(literal(list(node_ids), postgresql.ARRAY(Id)))
+        .table_valued("id")
+        .render_derived("given")
+    )
+    found = (
+        select(nodes.c.id)
+        .where(nodes.c.session_id == session_id, nodes.c.id == given.c.id)
+        .limit(1)
+        .lateral("found")
+    )
+    return select(found.c.id).select_from(given).join(found, true())
 
 
 def append_node(
@@ -319,28 +360,47 @@ def load_session(session_id: str) -> Plan[SessionGraph]:
     return SessionGraph.hydrate(session_id, nodes_from_rows(rows), head)
 
 
-def _path_query(session_id: str, leaf: str, limit: int | None) -> Select[Any]:
-    """Walk parent links from `leaf` towards the root (at most `limit` nodes), root first.
+def _path_query(dialect: str) -> Select[Any]:
+    """Walk parent links from `:leaf` towards the root (at most `:limit` nodes), giving each
+    node's row and depth (1: the leaf), in no particular order.
 
-    The walk carries ids only; each node's turn is read once, by the final join, so a path
-    through large turns costs no more than reading them.
+    Each step looks one node up by its key. On PostgreSQL the step is a LATERAL subquery with
+    LIMIT 1, which the planner must run once per node (an index lookup): as a plain join it may
+    pick a hash join, reading the whole session once per step, when its statistics are stale.
+    The caller sorts by depth: a sort in the database would copy every turn once more (to disk,
+    past `work_mem`), where the rows come out of the walk nearly in order already.
     """
-    start = select(nodes.c.pk, nodes.c.parent_id, literal(1).label("depth")).where(
-        nodes.c.session_id == session_id, nodes.c.id == leaf
+    session_id: Any = bindparam("session_id")
+    columns = (nodes.c.id, nodes.c.parent_id, nodes.c.turn_json, nodes.c.created_at)
+    start = select(*columns, literal(1).label("depth")).where(
+        nodes.c.session_id == session_id, nodes.c.id == bindparam("leaf")
     )
     path = start.cte("path", recursive=True)
-    parent = nodes.alias("parent")
-    step = select(parent.c.pk, parent.c.parent_id, (path.c.depth + 1).label("depth")).where(
-        parent.c.session_id == session_id, parent.c.id == path.c.parent_id
-    )
-    if limit is not None:
-        step = step.where(path.c.depth < limit)
-    path = path.union_all(step)
-    return (
-        select(nodes.c.id, nodes.c.parent_id, nodes.c.turn_json, nodes.c.created_at)
-        .join(path, nodes.c.pk == path.c.pk)
-        .order_by(path.c.depth.desc())
-    )
+    parent: Any
+    if dialect == "postgresql":
+        parent = (
+            select(*columns)
+            .where(nodes.c.session_id == session_id, nodes.c.id == path.c.parent_id)
+            .limit(1)
+            .lateral("parent")
+        )
+        step = select(*parent.c, (path.c.depth + 1).label("depth")).join_from(path, parent, true())
+    else:  # SQLite's planner always walks the unique index, one node at a time
+        parent = nodes.alias("parent")
+        step = select(
+            parent.c.id,
+            parent.c.parent_id,
+            parent.c.turn_json,
+            parent.c.created_at,
+            (path.c.depth + 1).label("depth"),
+        ).where(parent.c.session_id == session_id, parent.c.id == path.c.parent_id)
+    path = path.union_all(step.where(path.c.depth < bindparam("limit")))
+    return select(path.c.id, path.c.parent_id, path.c.turn_json, path.c.created_at, path.c.depth)
+
+
+_PATHS = {dialect: Prepared(_path_query(dialect)) for dialect in ("postgresql", "sqlite")}
+_NO_LIMIT = 2**31 - 1
+_DEPTH = 4  # the depth's column in a row of `_PATHS`
 
 
 def _starts_on_tool_result(turn: Turn) -> bool:
@@ -348,7 +408,7 @@ def _starts_on_tool_result(turn: Turn) -> bool:
 
 
 def load_path_nodes(
-    session_id: str, leaf: str | None = None, last: int | None = None
+    dialect: str, session_id: str, leaf: str | None = None, last: int | None = None
 ) -> Plan[list[SessionNode]]:
     """The nodes from the root (or the newest `last`, moved back off a tool_result) to `leaf`."""
     if leaf is not None and not isinstance(leaf, str):
@@ -361,7 +421,11 @@ def load_path_nodes(
             return []
     if last == 0:
         return []
-    path = nodes_from_rows((yield _path_query(lookup_id(session_id), lookup_id(leaf), last)))
+    walk = _PATHS["postgresql" if dialect == "postgresql" else "sqlite"]
+    limit = _NO_LIMIT if last is None else min(last, _NO_LIMIT)
+    key = {"session_id": lookup_id(session_id), "leaf": lookup_id(leaf), "limit": limit}
+    rows = sorted((yield walk, key), key=itemgetter(_DEPTH), reverse=True)  # root first
+    path = nodes_from_rows(rows)
     if not path:
         raise UnknownNodeError(session_id, leaf)
     while path[0].parent is not None and _starts_on_tool_result(path[0].turn):
@@ -601,7 +665,7 @@ def fork_session(dialect: str, source_id: str, leaf: str | None, new_id: str) ->
         raise UnknownSessionError(f"no session {source_id!r}")
     if (yield _session_row(new_id)).first() is not None:
         raise SessionExistsError(f"session {new_id!r} already exists; choose another id")
-    path = yield from load_path_nodes(source_id, leaf)
+    path = yield from load_path_nodes(dialect, source_id, leaf)
     now = now_ms()
     new_head = path[-1].id if path else None
     yield insert(sessions).values(id=new_id, head=new_head, created_at=now, updated_at=now)

@@ -152,6 +152,18 @@ class Prepared:
         rows = cursor.fetchall() if cursor.description is not None else ()
         return PreparedRows(rows, cursor.rowcount)
 
+    async def run_async(self, connection: Any, dialect: Dialect, params: Params) -> PreparedRows:
+        """Execute on a driver's asyncio connection (psycopg's) inside the caller's
+        transaction; the rows it returns."""
+        compiled = self.compiled(dialect)
+        async with connection.cursor() as cursor:
+            if isinstance(params, Mapping):
+                await cursor.execute(compiled.sql, compiled.parameters(params))
+            else:
+                await cursor.executemany(compiled.sql, compiled.driver_params(params))
+            rows = await cursor.fetchall() if cursor.description is not None else ()
+            return PreparedRows(rows, cursor.rowcount)
+
 
 _cursor_names = itertools.count()
 

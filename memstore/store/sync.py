@@ -64,6 +64,22 @@ def drive(plan: Plan[T], connection: Connection) -> T:
         return done.value  # type: ignore[no-any-return]
 
 
+@contextmanager
+def transaction(engine: Engine, *, write: bool) -> Iterator[Connection]:
+    """A connection inside one transaction; writing ones take SQLite's write lock at once."""
+    with engine.connect() as connection:
+        if write:
+            connection.execution_options(**{WRITE: True})
+        with connection.begin():
+            yield connection
+
+
+def run(engine: Engine, plan: Plan[T], *, write: bool, action: str) -> T:
+    """Run a plan in one transaction, with database errors translated (naming `action`)."""
+    with translate_database_errors(action), transaction(engine, write=write) as connection:
+        return drive(plan, connection)
+
+
 class SessionStore:
     """Branchable session DAGs in a SQL database (SQLite by default, or PostgreSQL).
 
@@ -115,15 +131,11 @@ class SessionStore:
     @contextmanager
     def transaction(self, *, write: bool) -> Iterator[Connection]:
         """A connection inside one transaction; writing ones take SQLite's write lock at once."""
-        with self.engine.connect() as connection:
-            if write:
-                connection.execution_options(**{WRITE: True})
-            with connection.begin():
-                yield connection
+        with transaction(self.engine, write=write) as connection:
+            yield connection
 
     def _run(self, plan: Plan[T], *, write: bool, action: str) -> T:
-        with translate_database_errors(action), self.transaction(write=write) as connection:
-            return drive(plan, connection)
+        return run(self.engine, plan, write=write, action=action)
 
     def append_node(
         self, session_id: str, node: SessionNode, *, expected_head: str | Unset | None = UNSET
@@ -167,7 +179,7 @@ class SessionStore:
         self, session_id: str, leaf: str | None = None, *, last: int | None = None
     ) -> list[SessionNode]:
         """Like `load_path`, but the nodes (ids, parents, times) rather than only the turns."""
-        plan = plans.load_path_nodes(session_id, leaf, last)
+        plan = plans.load_path_nodes(self.dialect, session_id, leaf, last)
         return self._run(plan, write=False, action="loading a path")
 
     def head(self, session_id: str) -> str | None:
@@ -261,7 +273,7 @@ class SessionStore:
             CondensationError: the model could not produce a summary; nothing was written.
             HeadMovedError: another writer moved the head meanwhile; nothing was written.
         """
-        read = compaction.read_head_path(session_id)
+        read = compaction.read_head_path(self.dialect, session_id)
         head, path = self._run(read, write=False, action=f"reading session {session_id!r}")
         draft = asyncio.run(
             compaction.draft_branch(session_id, head, path, model_card, invoker, policy, clock)

@@ -22,6 +22,8 @@ Alembic revisions in `migrations/` create and evolve these tables; a test checks
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import (
     JSON,
     BigInteger,
@@ -38,11 +40,14 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     column,
+    literal_column,
     table,
+    text,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 
 __all__ = [
+    "IN_STORED_ORDER",
     "metadata",
     "node_blocks",
     "node_usage",
@@ -87,6 +92,12 @@ session_tags = Table(
     Index(None, "tag"),
 )
 
+
+def _where(predicate: str) -> dict[str, Any]:
+    """The keyword arguments of a partial index, on both databases."""
+    return {"sqlite_where": text(predicate), "postgresql_where": text(predicate)}
+
+
 nodes = Table(
     "nodes",
     metadata,
@@ -103,9 +114,16 @@ nodes = Table(
         ["session_id", "parent_id"], ["nodes.session_id", "nodes.id"], ondelete="CASCADE"
     ),
     CheckConstraint("parent_id IS NULL OR parent_id <> id", name="not_own_parent"),
-    Index(None, "session_id", "parent_id"),
-    Index(None, "session_id", "pk"),  # a session's nodes in the order stored, without a sort
+    # Partial, so that a lookup by (session_id, id) can only use the unique index (migration
+    # 0012): the children of a node, and a session's nodes in the order stored, without a sort
+    # (for the statements that say `pk > 0`, see `IN_STORED_ORDER`).
+    Index(None, "session_id", "parent_id", **_where("parent_id IS NOT NULL")),
+    Index(None, "session_id", "pk", **_where("pk > 0")),
 )
+
+IN_STORED_ORDER = nodes.c.pk > literal_column("0")
+"""The condition (always true) that lets a query read a session's nodes in the order stored,
+through the partial index `ix_nodes_session_id_pk`: add it to such queries."""
 
 node_blocks = Table(
     "node_blocks",

@@ -37,10 +37,11 @@ from memstore.store.plans import (
     node_id_problem,
     node_rows,
     now_ms,
+    stored_ids,
 )
 from memstore.store.prepared import Prepared
 from memstore.store.rows import stored_rows
-from memstore.store.tables import nodes, records, sessions
+from memstore.store.tables import IN_STORED_ORDER, nodes, records, sessions
 from memstore.types import Migrator, is_storable_text, validate_session_id
 
 __all__ = [
@@ -108,7 +109,7 @@ _RECORDS_IN_ORDER = Prepared(
 )
 _NODES_IN_ORDER = Prepared(
     select(nodes.c.id, nodes.c.parent_id, nodes.c.turn_json, nodes.c.created_at)
-    .where(nodes.c.session_id == bindparam("session_id"))
+    .where(nodes.c.session_id == bindparam("session_id"), IN_STORED_ORDER)
     .order_by(nodes.c.pk),
     streamed=True,
 )
@@ -348,7 +349,7 @@ def _in_chunks(records: Iterator[Record]) -> Iterator[list[Record]]:
             return
 
 
-def _known_ids(session_id: str, chunk: list[Record], batch: _Batch) -> Plan[set[str]]:
+def _known_ids(dialect: str, session_id: str, chunk: list[Record], batch: _Batch) -> Plan[set[str]]:
     """The ids that `chunk` names (nodes, parents, heads) which the session holds already,
     stored or waiting in `batch`. Memory stays bounded by the chunk, not the session."""
     named = {record.node_id for record in chunk} | {record.parent for record in chunk}
@@ -357,7 +358,7 @@ def _known_ids(session_id: str, chunk: list[Record], batch: _Batch) -> Plan[set[
         for node_id in named
         if node_id is not None and node_id not in batch.node_ids and is_storable_text(node_id)
     ]
-    stored = select(nodes.c.id).where(nodes.c.session_id == session_id, nodes.c.id.in_(wanted))
+    stored = stored_ids(dialect, session_id, wanted)
     return set((yield stored).scalars()) | batch.node_ids if wanted else set(batch.node_ids)
 
 
@@ -390,7 +391,7 @@ def import_file(
         )
         for chunk in _in_chunks(records):
             # The ids these lines name that the session holds already.
-            known = yield from _known_ids(session_id, chunk, batch)
+            known = yield from _known_ids(dialect, session_id, chunk, batch)
             for record in chunk:
                 if record.kind == "node":
                     yield from _import_node(report, record, known, batch, options)

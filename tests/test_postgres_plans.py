@@ -1,0 +1,202 @@
+"""PostgreSQL plans, not timings: appends, walks and imports look rows up by index whatever the
+planner's statistics say (never analyzed, analyzed while small, analyzed).
+
+The plans are the ones PostgreSQL really ran, foreign key checks included: `auto_explain` (a
+contrib module of the server) reports each statement's plan to the client, for the store's own
+operations on the store's own connection.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import event
+
+from memstore import SessionGraph, SessionNode, SessionStore
+from memstore.jsonl import append_lines
+from memstore.store.engine import create_store_engine
+
+SIZE = 2_000  # nodes: enough that a scan of a session's rows costs more than a lookup
+TABLES = ("nodes", "records", "node_blocks")
+NODE_ID = re.compile(r"\bid\)?(::text)? = ")  # a condition on the node id, not session_id
+
+
+def chain(session_id: str, count: int) -> list[SessionNode]:
+    """`count` turns, each the child of the one before."""
+    graph = SessionGraph(session_id, clock=iter(range(1_767_225_600_000, 1 << 62)).__next__)
+    for i in range(count):
+        text = f"turn {i}: " + "words " * 40
+        graph.append(
+            {"role": "user" if i % 2 else "assistant", "blocks": [{"kind": "text", "text": text}]}
+        )
+    return graph.all()
+
+
+def write_jsonl(path: Path, chain_nodes: list[SessionNode]) -> Path:
+    """The file the original store writes for these appends."""
+    with path.open("w", encoding="utf-8") as out:
+        for node in chain_nodes:
+            out.write(append_lines(node.id, node.parent, node.turn.json_text(), node.created_at))
+    return path
+
+
+class Plans:
+    """A store whose connection reports the plan of every statement it runs, nested ones (the
+    foreign key checks) included, while `recording`."""
+
+    def __init__(self, url: str) -> None:
+        self.seen: list[dict[str, Any]] = []
+        self.engine = create_store_engine(url)
+        event.listen(self.engine, "connect", self._on_connect)
+        self.store = SessionStore(self.engine)
+        self._set("auto_explain.log_min_duration", -1)
+
+    def _on_connect(self, dbapi_connection: Any, _record: Any) -> None:
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute("LOAD 'auto_explain'")
+        except Exception as exc:  # not installed, or not allowed to load it
+            if os.environ.get("CI"):
+                raise
+            pytest.skip(f"PostgreSQL's auto_explain cannot be loaded: {exc}")
+        for setting in (
+            "auto_explain.log_nested_statements = on",
+            "auto_explain.log_level = notice",
+            "auto_explain.log_format = json",
+        ):
+            cursor.execute(f"SET {setting}")
+        cursor.close()
+        dbapi_connection.commit()
+        dbapi_connection.add_notice_handler(self._on_notice)
+
+    def _on_notice(self, diagnostic: Any) -> None:
+        message = diagnostic.message_primary or ""
+        if "{" in message:
+            self.seen.append(json.loads(message[message.index("{") :]))
+
+    def _set(self, name: str, value: object) -> None:
+        with self.engine.connect() as connection:  # the pool's one connection: the store's
+            connection.exec_driver_sql(f"SET {name} = {value}")
+            connection.commit()
+
+    @contextmanager
+    def recording(self) -> Iterator[None]:
+        """Record the plans of what runs inside the with block."""
+        self.seen.clear()
+        self._set("auto_explain.log_min_duration", 0)
+        try:
+            yield
+        finally:
+            self._set("auto_explain.log_min_duration", -1)
+
+    def analyze(self) -> None:
+        """ANALYZE the store's tables (only this test's: a database-wide ANALYZE would wait on
+        other tests' schemas)."""
+        self.sql(f"ANALYZE {', '.join(('sessions', *TABLES))}")
+
+    def sql(self, statement: str) -> None:
+        with self.engine.begin() as connection:
+            connection.exec_driver_sql(statement)
+
+
+def scans(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Every node of a plan tree that reads one of TABLES."""
+    if plan.get("Relation Name") in TABLES and plan["Node Type"] != "ModifyTable":
+        yield plan
+    for child in plan.get("Plans", ()):
+        yield from scans(child)
+
+
+def lookup_problems(seen: list[dict[str, Any]]) -> list[str]:
+    """Reads of TABLES that are not index lookups of given nodes: sequential scans, and index
+    scans that read a whole session (bounded by the session id only) or filter rows out."""
+    problems = []
+    for explained in seen:
+        query = " ".join(explained["Query Text"].split())
+        if query.startswith("DECLARE"):  # an import reads the session's stored lines, once
+            continue
+        for scan in scans(explained["Plan"]):
+            condition = scan.get("Index Cond") or scan.get("Recheck Cond") or ""
+            if (
+                scan["Node Type"] not in ("Index Scan", "Index Only Scan", "Bitmap Heap Scan")
+                or "Filter" in scan
+                or not NODE_ID.search(condition)
+            ):
+                problems.append(
+                    f"{scan['Node Type']} on {scan['Relation Name']}"
+                    f" ({scan.get('Index Name')}: {condition}; filter {scan.get('Filter')})"
+                    f" in {query[:100]}"
+                )
+    return problems
+
+
+@pytest.fixture
+def plans(postgres_url: str) -> Iterator[Plans]:
+    """A store on a fresh PostgreSQL schema that autovacuum leaves alone (never analyzed
+    unless a test says so)."""
+    recorder = Plans(postgres_url)
+    for table in ("sessions", *TABLES):
+        recorder.sql(f"ALTER TABLE {table} SET (autovacuum_enabled = off)")
+    yield recorder
+    recorder.store.close()
+
+
+def append_and_walk(plans: Plans, nodes: list[SessionNode]) -> list[dict[str, Any]]:
+    """Append `nodes` (children of the head) one by one, then load the path both whole and its
+    last 50 turns; the plans that ran."""
+    with plans.recording():
+        for node in nodes:
+            plans.store.append_node("s", node)
+        path = plans.store.load_path_nodes("s")
+        assert path[-len(nodes) :] == nodes
+        assert len(plans.store.load_path("s", last=50)) == 50
+    return list(plans.seen)
+
+
+def ran(seen: list[dict[str, Any]], text: str) -> bool:
+    return any(text in explained["Query Text"] for explained in seen)
+
+
+@pytest.mark.parametrize("analyzed_small", [False, True], ids=["never-analyzed", "analyzed-small"])
+def test_appends_and_walks_look_nodes_up_by_index(
+    plans: Plans, tmp_path: Path, analyzed_small: bool
+) -> None:
+    nodes = chain("s", SIZE + 10)
+    for node in nodes[:20]:  # the planner meets the tables small, on this connection
+        plans.store.append_node("s", node)
+    if analyzed_small:
+        plans.analyze()
+    for node in nodes[20:30]:
+        plans.store.append_node("s", node)
+    for size in (500, SIZE):  # a few hundred nodes is where the planner's choices used to tie
+        plans.store.import_jsonl(write_jsonl(tmp_path / "s.jsonl", nodes[:size]), session_id="s")
+        seen = append_and_walk(plans, nodes[size : size + 10])
+
+        assert ran(seen, "FOR KEY SHARE")  # the foreign key checks were seen
+        assert ran(seen, "WITH RECURSIVE")
+        assert lookup_problems(seen) == [], f"at {size} nodes"
+
+
+def test_a_new_session_imports_into_an_analyzed_database_by_index(
+    plans: Plans, tmp_path: Path
+) -> None:
+    plans.store.import_jsonl(write_jsonl(tmp_path / "old.jsonl", chain("old", SIZE)))
+    plans.analyze()
+    nodes = chain("s", SIZE + 10)
+    with plans.recording():
+        plans.store.import_jsonl(write_jsonl(tmp_path / "s.jsonl", nodes[:SIZE]))
+    imported = list(plans.seen)
+
+    seen = append_and_walk(plans, nodes[SIZE:])
+
+    assert ran(imported, "FOR KEY SHARE")
+    assert ran(imported, "unnest")
+    assert lookup_problems(imported) == []
+    assert lookup_problems(seen) == []
