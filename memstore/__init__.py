@@ -3,18 +3,10 @@
 Context condensation, a run event ledger, and branchable, content-addressed session DAGs.
 """
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 from memstore import jsjson
-from memstore.condense import (
-    SUMMARY_HEADING,
-    compact,
-    estimate_context_tokens,
-    find_cut_point,
-    render_transcript,
-    should_compact,
-    summarize,
-)
 from memstore.errors import (
     AmbiguousNodeError,
     BrokenLineageError,
@@ -39,76 +31,191 @@ from memstore.errors import (
     UnknownNodeError,
     UnknownSessionError,
 )
-from memstore.graph import SessionGraph
-from memstore.hashing import hash_node
-from memstore.jsonl import JsonlSessionStore
-from memstore.ledger import RunLedger, SnapshotAccumulator
-from memstore.store import CompactionResult, SessionHandle, SessionInfo, SessionStore
-from memstore.store.plans import StoreStats
-from memstore.store.readonly import QueryResult
-from memstore.store.search import SearchHit
-from memstore.store.transfer import ImportReport
-from memstore.types import (
-    AgentConfig,
-    Block,
-    Channel,
-    Clock,
-    CompactionPolicy,
-    Conversation,
-    FaultedEvent,
-    ImageBlock,
-    Migrator,
-    ModelCard,
-    ModelInvoker,
-    PendingTool,
-    RunError,
-    RunEvent,
-    RunPhase,
-    RunSnapshot,
-    SessionHead,
-    SessionNode,
-    SettledEvent,
-    SnapshotEvent,
-    StreamDone,
-    StreamError,
-    StreamEvent,
-    StreamOptions,
-    StreamTextDelta,
-    StreamThinkingDelta,
-    TextBlock,
-    TextDeltaEvent,
-    ThinkingBlock,
-    ThinkingDeltaEvent,
-    ToolCallBlock,
-    ToolFinishedEvent,
-    ToolOutcome,
-    ToolResultBlock,
-    ToolStartedEvent,
-    Turn,
-    TurnLike,
-    UnknownBlock,
-    Usage,
-    parse_turn,
-    validate_session_id,
-)
 
 if TYPE_CHECKING:
+    from memstore.condense import (
+        SUMMARY_HEADING,
+        compact,
+        estimate_context_tokens,
+        find_cut_point,
+        render_transcript,
+        should_compact,
+        summarize,
+    )
+    from memstore.graph import (
+        SessionGraph,
+    )
+    from memstore.hashing import (
+        hash_node,
+    )
+    from memstore.jsonl import (
+        JsonlSessionStore,
+    )
+    from memstore.ledger import (
+        RunLedger,
+        SnapshotAccumulator,
+    )
+    from memstore.store import (
+        CompactionResult,
+        SessionHandle,
+        SessionInfo,
+        SessionStore,
+    )
     from memstore.store.aio import AsyncSessionHandle, AsyncSessionStore
+    from memstore.store.plans import (
+        StoreStats,
+    )
+    from memstore.store.readonly import (
+        QueryResult,
+    )
+    from memstore.store.search import (
+        SearchHit,
+    )
+    from memstore.store.transfer import (
+        ImportReport,
+    )
+    from memstore.types import (
+        AgentConfig,
+        Block,
+        Channel,
+        Clock,
+        CompactionPolicy,
+        Conversation,
+        FaultedEvent,
+        ImageBlock,
+        Migrator,
+        ModelCard,
+        ModelInvoker,
+        PendingTool,
+        RunError,
+        RunEvent,
+        RunPhase,
+        RunSnapshot,
+        SessionHead,
+        SessionNode,
+        SettledEvent,
+        SnapshotEvent,
+        StreamDone,
+        StreamError,
+        StreamEvent,
+        StreamOptions,
+        StreamTextDelta,
+        StreamThinkingDelta,
+        TextBlock,
+        TextDeltaEvent,
+        ThinkingBlock,
+        ThinkingDeltaEvent,
+        ToolCallBlock,
+        ToolFinishedEvent,
+        ToolOutcome,
+        ToolResultBlock,
+        ToolStartedEvent,
+        Turn,
+        TurnLike,
+        UnknownBlock,
+        Usage,
+        parse_turn,
+        validate_session_id,
+    )
 
 __version__ = "0.1.0"
 
+_EXPORTED_FROM: dict[str, tuple[str, ...]] = {
+    "memstore.condense": (
+        "SUMMARY_HEADING",
+        "compact",
+        "estimate_context_tokens",
+        "find_cut_point",
+        "render_transcript",
+        "should_compact",
+        "summarize",
+    ),
+    "memstore.graph": ("SessionGraph",),
+    "memstore.hashing": ("hash_node",),
+    "memstore.jsonl": ("JsonlSessionStore",),
+    "memstore.ledger": (
+        "RunLedger",
+        "SnapshotAccumulator",
+    ),
+    "memstore.store": (
+        "CompactionResult",
+        "SessionHandle",
+        "SessionInfo",
+        "SessionStore",
+    ),
+    "memstore.store.plans": ("StoreStats",),
+    "memstore.store.readonly": ("QueryResult",),
+    "memstore.store.search": ("SearchHit",),
+    "memstore.store.transfer": ("ImportReport",),
+    "memstore.types": (
+        "AgentConfig",
+        "Block",
+        "Channel",
+        "Clock",
+        "CompactionPolicy",
+        "Conversation",
+        "FaultedEvent",
+        "ImageBlock",
+        "Migrator",
+        "ModelCard",
+        "ModelInvoker",
+        "PendingTool",
+        "RunError",
+        "RunEvent",
+        "RunPhase",
+        "RunSnapshot",
+        "SessionHead",
+        "SessionNode",
+        "SettledEvent",
+        "SnapshotEvent",
+        "StreamDone",
+        "StreamError",
+        "StreamEvent",
+        "StreamOptions",
+        "StreamTextDelta",
+        "StreamThinkingDelta",
+        "TextBlock",
+        "TextDeltaEvent",
+        "ThinkingBlock",
+        "ThinkingDeltaEvent",
+        "ToolCallBlock",
+        "ToolFinishedEvent",
+        "ToolOutcome",
+        "ToolResultBlock",
+        "ToolStartedEvent",
+        "Turn",
+        "TurnLike",
+        "UnknownBlock",
+        "Usage",
+        "parse_turn",
+        "validate_session_id",
+    ),
+    "memstore.store.aio": ("AsyncSessionHandle", "AsyncSessionStore"),
+}
+"""Where each lazily exported name lives: importing memstore stays fast, a name costs its module."""
+_MODULE_OF = {name: module for module, names in _EXPORTED_FROM.items() for name in names}
+
 
 def __getattr__(name: str) -> Any:
-    """Import the async store on first use: it needs the `async` extra (greenlet, aiosqlite)."""
-    if name in ("AsyncSessionStore", "AsyncSessionHandle"):
-        try:
-            from memstore.store import aio
-        except ImportError as exc:
-            raise ImportError(
-                f"{name} needs the async extra: pip install 'memstore[async]' ({exc})"
-            ) from exc
-        return getattr(aio, name)
-    raise AttributeError(f"module 'memstore' has no attribute {name!r}")
+    """Import an exported name's module on first use (the async store needs the `async` extra)."""
+    module_name = _MODULE_OF.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'memstore' has no attribute {name!r}")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        if module_name != "memstore.store.aio":
+            raise
+        from memstore._package import install_hint
+
+        raise ImportError(f"{name} needs the async extra: {install_hint('async')} ({exc})") from exc
+    value = getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_MODULE_OF})
 
 
 __all__ = [

@@ -19,27 +19,22 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar
 
 import typer
-from pydantic.alias_generators import to_camel
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import DownloadColumn, Progress, TextColumn
 
-from memstore import jsjson
+from memstore import __version__
+from memstore._package import DISTRIBUTION
 from memstore.errors import InvalidArgumentError, MemstoreError, OutputFileError, StoreError
-from memstore.foreign import agent_file
-from memstore.jsonl import FILE_NAME_LIMIT, export_file, export_files
-from memstore.render import render_html, render_markdown
-from memstore.store import DEFAULT_URL, SessionInfo, SessionStore
-from memstore.store.files import STDOUT, atomic_text_file, is_stream_target
-from memstore.store.migrate import head_revision
-from memstore.store.transfer import FileImport, FileProgress
-from memstore.store.transfer import Progress as ImportProgress
-from memstore.terminal import data_table, format_time, render_transcript, render_tree
-from memstore.types import CompactionPolicy, ModelCard, ModelInvoker
-from memstore.watch import FileWatcher, watch
+from memstore.store import DEFAULT_URL
+
+if TYPE_CHECKING:
+    from memstore.store import SessionInfo, SessionStore
+    from memstore.store.transfer import FileImport, FileProgress
+    from memstore.store.transfer import Progress as ImportProgress
+    from memstore.types import ModelInvoker
 
 __all__ = ["app", "main"]
 
@@ -51,6 +46,7 @@ app = typer.Typer(
     help="A memory LLM agents can trust: branchable sessions in SQLite or PostgreSQL.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode="markdown",  # a docstring's lines join into paragraphs, as in `--help`'s tests
 )
 db_app = typer.Typer(help="Create, upgrade or inspect the database schema.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
@@ -85,6 +81,8 @@ def friendly_errors(command: Callable[P, R]) -> Callable[P, R]:
 
 def open_store(ctx: typer.Context, *, auto_migrate: bool = True) -> SessionStore:
     """The store named by `--db` / MEMSTORE_DB."""
+    from memstore.store import SessionStore
+
     settings: Settings = ctx.obj
     return SessionStore(settings.db, auto_migrate=auto_migrate)
 
@@ -95,12 +93,15 @@ def existing_session(store: SessionStore, session_id: str) -> SessionInfo:
     Raises:
         UnknownSessionError: no session `session_id`.
     """
+
     return store.session_info(session_id)
 
 
 def json_record(value: Any) -> dict[str, Any]:
     """A dataclass (or dict) of memstore's as a `--json` object: keys in camelCase, as the JSONL
     files spell them (`createdAt`, `nodeId`); values, and keys inside them, as they are."""
+    from pydantic.alias_generators import to_camel
+
     plain = dataclasses.is_dataclass(value) and not isinstance(value, type)
     items = dataclasses.asdict(value) if plain else dict(value)
     return {to_camel(key): item for key, item in items.items()}
@@ -109,6 +110,12 @@ def json_record(value: Any) -> dict[str, Any]:
 def emit_json(value: Any) -> None:
     """Print a value as JSON for scripts (no colour, no wrapping)."""
     print(json.dumps(value, ensure_ascii=False, indent=2))
+
+
+def _print_version(requested: bool) -> None:
+    if requested:
+        print(f"memstore {__version__} (the {DISTRIBUTION} distribution)")
+        raise typer.Exit()
 
 
 @app.callback()
@@ -123,6 +130,12 @@ def options(
             show_default=True,
         ),
     ] = DEFAULT_URL,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
 ) -> None:
     """A memory LLM agents can trust: branchable sessions in SQLite or PostgreSQL."""
     ctx.obj = Settings(db=db)
@@ -159,6 +172,8 @@ def db_current(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Show the schema revision of the database and the newest one memstore knows."""
+    from memstore.store.migrate import head_revision
+
     with open_store(ctx, auto_migrate=False) as store:
         current, head = store.schema_revision(), head_revision()
     if as_json:
@@ -189,10 +204,9 @@ def import_files(
         ImportSource,
         typer.Option(
             "--from",
-            help="jsonl: memstore's legacy JSONL files; pi: pi coding-agent sessions "
-            "(~/.pi/agent/sessions); claude-code: Claude Code transcripts (~/.claude/projects), "
-            "subagents included; auto: pi or Claude Code, told per file. Directories are read "
-            "recursively, except for jsonl.",
+            help="jsonl: memstore's legacy JSONL files; pi: pi coding-agent sessions; "
+            "claude-code: Claude Code transcripts, subagents included; auto: pi or Claude Code, "
+            "told per file. Directories are read recursively, except for jsonl.",
         ),
     ] = ImportSource.JSONL,
     session: Annotated[
@@ -222,6 +236,8 @@ def import_files(
     ] = False,
 ) -> None:
     """Import session files: memstore's legacy JSONL, or pi's and Claude Code's.
+
+    pi keeps its sessions in ~/.pi/agent/sessions, Claude Code in ~/.claude/projects.
 
     Each file is one session, imported all or nothing. Importing a file again adds only what it
     gained since; a file whose imported part changed is refused. A bad file is reported and
@@ -280,6 +296,8 @@ def _check_session_option(paths: list[Path], session: str | None) -> None:
 def _progress_bars() -> Iterator[FileProgress]:
     """A progress bar per file being imported (bytes and lines), on stderr's terminal only:
     off one (a log, a pipe) a bar would only leave a blank line behind."""
+    from rich.progress import DownloadColumn, Progress, TextColumn
+
     columns = (*Progress.get_default_columns(), DownloadColumn(), TextColumn("{task.fields[n]}"))
     with Progress(*columns, console=err, transient=True, disable=not err.is_terminal) as bars:
 
@@ -311,6 +329,8 @@ def _watch(
     as_json: bool,
 ) -> None:
     """Import what is there, then new and grown files as they appear, until interrupted."""
+    from memstore.watch import FileWatcher, watch
+
     for path in paths:
         if not path.exists():
             raise typer.BadParameter(f"{path} does not exist", param_hint="PATHS")
@@ -362,6 +382,8 @@ def _import_json(item: FileImport) -> dict[str, Any]:
 
 
 def _print_import_table(reports: list[FileImport]) -> None:
+    from memstore.terminal import data_table
+
     rows = [
         (
             item.session_id,
@@ -411,6 +433,8 @@ def _export_to_agent(store: SessionStore, info: SessionInfo, agent: str, target:
 
 def _export_agent_tree(store: SessionStore, root: Path, agent: str) -> None:
     """Every session imported from `agent`, in the agent's own folder layout under `root`."""
+    from memstore.foreign import agent_file
+
     for info in store.sessions():
         if info.agent != agent:
             continue
@@ -423,6 +447,9 @@ def _export_agent_tree(store: SessionStore, root: Path, agent: str) -> None:
 
 
 def _export_one(store: SessionStore, session_id: str, target: Path, form: ExportFormat) -> str:
+    from memstore.render import render_html, render_markdown
+    from memstore.store.files import atomic_text_file
+
     if form is ExportFormat.JSONL:
         return f"{store.export_jsonl(session_id, target)} lines"
     title = existing_session(store, session_id).title
@@ -480,6 +507,9 @@ def export(
 
     A regular file is replaced only once the export is complete, keeping its permissions.
     """
+    from memstore.jsonl import export_file, export_files
+    from memstore.store.files import is_stream_target
+
     if all_sessions == (session is not None):
         raise typer.BadParameter("name one SESSION, or pass --all")
     if to is not None and form not in (None, ExportFormat.JSONL):
@@ -525,6 +555,8 @@ def _format_of(output: Path | None) -> ExportFormat:
 
 def _export_directory(output: Path | None) -> Path:
     """The directory `export --all` writes into; a file or stream there is one line and exit 1."""
+    from memstore.store.files import STDOUT
+
     root = output or Path(".")
     if str(root) == STDOUT or (root.exists() and not root.is_dir()):
         raise OutputFileError(
@@ -535,6 +567,8 @@ def _export_directory(output: Path | None) -> Path:
 
 
 def _renamed(session_id: str, suffix: str) -> str:
+    from memstore.jsonl import FILE_NAME_LIMIT
+
     if len(f"{session_id}{suffix}".encode()) > FILE_NAME_LIMIT:
         return " (the id is too long for a file name)"
     return " (another session's file has this name where case or accents are ignored)"
@@ -549,6 +583,8 @@ def list_sessions(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """List sessions, most recently updated first."""
+    from memstore.terminal import data_table, format_time
+
     with open_store(ctx) as store:
         infos = store.sessions(tag=tag, limit=limit)
     if as_json:
@@ -594,6 +630,8 @@ def tree(
     as_json: Annotated[bool, typer.Option("--json", help="Print nodes as JSON.")] = False,
 ) -> None:
     """Draw a session's DAG: its branches, the head marked, each turn on one line."""
+    from memstore.terminal import render_tree
+
     with open_store(ctx) as store:
         existing_session(store, session)
         graph = store.load_session(session)
@@ -617,6 +655,9 @@ def show(
     as_json: Annotated[bool, typer.Option("--json", help="Print the nodes as JSON.")] = False,
 ) -> None:
     """Print the transcript of one path of a session (root to the head, or to --leaf)."""
+    from memstore import jsjson
+    from memstore.terminal import render_transcript
+
     with open_store(ctx) as store:
         existing_session(store, session)
         if leaf is not None:
@@ -638,6 +679,8 @@ def search(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Full-text search over text, thinking, tool calls and results, on every branch."""
+    from memstore.terminal import data_table, format_time
+
     with open_store(ctx) as store:
         if session is not None:
             existing_session(store, session)
@@ -670,6 +713,8 @@ def sql(
     as_json: Annotated[bool, typer.Option("--json", help="Print rows as JSON objects.")] = False,
 ) -> None:
     """Run one read-only SQL query (the views turns, blocks, tool_calls, session_stats help)."""
+    from memstore.terminal import data_table
+
     with open_store(ctx) as store:
         result = store.read_only_query(statement, limit=limit)
     if as_json:
@@ -690,6 +735,8 @@ def stats(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Totals over the store: sessions, nodes, tool calls, failures, most used tools."""
+    from memstore.terminal import data_table
+
     with open_store(ctx) as store:
         totals = store.stats()
     if as_json:
@@ -759,6 +806,7 @@ def compact(
     The old branch stays in place; the head moves to the new branch.
     """
     from memstore.condense import minimum_window, request_budget
+    from memstore.types import CompactionPolicy, ModelCard
 
     card = ModelCard(id=model, context_window=window, max_output_tokens=max_output)
     if request_budget(card) is None:

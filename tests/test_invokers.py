@@ -858,7 +858,7 @@ assert "hi" in turn.blocks[0].text
 try:
     memstore.invokers.anthropic
 except ImportError as exc:
-    assert "memstore[models]" in str(exc), exc
+    assert "pip install 'httpx>=0.27' (the 'models' extra of memstore-sql)" in str(exc), exc
 else:
     raise AssertionError("anthropic imported without httpx")
 """

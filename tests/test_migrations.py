@@ -179,7 +179,7 @@ def test_the_wheel_ships_the_migrations_and_they_work_when_installed(tmp_path: P
         str(tmp_path / "dist"),
         str(ROOT),
     )
-    (wheel,) = (tmp_path / "dist").glob("memstore-*.whl")
+    (wheel,) = (tmp_path / "dist").glob("memstore_sql-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert "memstore/_migrations/env.py" in names
     assert any(n.startswith("memstore/_migrations/versions/0001") for n in names)

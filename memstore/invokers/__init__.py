@@ -10,7 +10,7 @@
   transcript (the first request, the tools called, the last answer). For tests, offline use and as
   a fallback.
 
-The HTTP invokers need httpx, the `models` extra: `pip install 'memstore[models]'`. They retry
+The HTTP invokers need httpx, the `models` extra (`pip install 'memstore-sql[models]'`). They retry
 408/429/5xx answers, timeouts and connection errors until the first event, and report every
 failure as one terminal StreamError instead of raising.
 """
@@ -43,8 +43,10 @@ def __getattr__(name: str) -> Any:
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
+        from memstore._package import install_hint
+
         raise ImportError(
-            f"memstore.invokers.{name} needs httpx: pip install 'memstore[models]' ({exc})"
+            f"memstore.invokers.{name} needs httpx: {install_hint('models')} ({exc})"
         ) from exc
     value = getattr(module, name)
     globals()[name] = value

@@ -1,13 +1,42 @@
 """The SQL session store: the only part of memstore that speaks SQL.
 
 `SessionStore` is synchronous; `AsyncSessionStore` (in `memstore.store.aio`, needs the `async`
-extra) runs the same plans on an asyncio engine.
+extra) runs the same plans on an asyncio engine. Names are imported on first use, so that the
+command line starts without loading SQLAlchemy.
 """
 
-from memstore.store.compaction import CompactionResult
-from memstore.store.engine import DEFAULT_URL, create_store_engine
-from memstore.store.plans import UNSET, SessionInfo
-from memstore.store.sync import SessionHandle, SessionStore
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memstore.store.compaction import CompactionResult
+    from memstore.store.engine import create_store_engine
+    from memstore.store.plans import UNSET, SessionInfo
+    from memstore.store.sync import SessionHandle, SessionStore
+
+DEFAULT_URL = "sqlite:///memstore.db"
+"""Where the store lives when no URL is given: a SQLite file in the working directory."""
+
+_MODULE_OF = {
+    "CompactionResult": "memstore.store.compaction",
+    "create_store_engine": "memstore.store.engine",
+    "UNSET": "memstore.store.plans",
+    "SessionInfo": "memstore.store.plans",
+    "SessionHandle": "memstore.store.sync",
+    "SessionStore": "memstore.store.sync",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import an exported name's module on first use."""
+    if name not in _MODULE_OF:
+        raise AttributeError(f"module 'memstore.store' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_MODULE_OF[name]), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "DEFAULT_URL",

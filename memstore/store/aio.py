@@ -26,6 +26,7 @@ from memstore.store.engine import (
     configure_postgresql,
     configure_sqlite,
     create_store_engine,
+    driver_installed,
     parse_url,
     refuse_memory_sqlite,
 )
@@ -63,7 +64,8 @@ def create_async_store_engine(url: str | URL = DEFAULT_URL, **kwargs: Any) -> As
     if sqlite:
         refuse_memory_sqlite(parsed)
         kwargs.setdefault("connect_args", {}).setdefault("timeout", BUSY_TIMEOUT_SECONDS)
-    engine = create_async_engine(parsed, **kwargs)
+    with driver_installed(parsed):
+        engine = create_async_engine(parsed, **kwargs)
     if sqlite:
         configure_sqlite(engine.sync_engine)
     else:

@@ -12,6 +12,8 @@ driver's prepared statements or by the foreign key checks, would keep scanning a
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy import Engine, event
@@ -19,7 +21,9 @@ from sqlalchemy import create_engine as sa_create_engine
 from sqlalchemy.engine import URL, Connection, make_url
 from sqlalchemy.exc import ArgumentError
 
+from memstore._package import install_hint
 from memstore.errors import StoreError
+from memstore.store import DEFAULT_URL
 
 __all__ = [
     "DEFAULT_URL",
@@ -27,10 +31,10 @@ __all__ = [
     "configure_postgresql",
     "configure_sqlite",
     "create_store_engine",
+    "driver_installed",
     "parse_url",
 ]
 
-DEFAULT_URL = "sqlite:///memstore.db"
 BUSY_TIMEOUT_SECONDS = 60.0
 WRITE = "memstore_write"
 """Execution option that makes a SQLite transaction take the write lock when it begins."""
@@ -91,13 +95,26 @@ def refuse_memory_sqlite(url: URL) -> None:
         raise StoreError("an in-memory SQLite database cannot be shared; use a file path")
 
 
+@contextmanager
+def driver_installed(url: URL) -> Iterator[None]:
+    """Turn a missing database driver into a StoreError that says which packages to install."""
+    try:
+        yield
+    except ImportError as exc:
+        extra = "postgres" if url.get_backend_name() == "postgresql" else "async"
+        raise StoreError(
+            f"{url.drivername} needs the {extra!r} extra: {install_hint(extra)} ({exc})"
+        ) from exc
+
+
 def create_store_engine(url: str | URL = DEFAULT_URL, **kwargs: Any) -> Engine:
     """A sync engine for the store; `sqlite://` and `postgresql://` pick memstore's drivers."""
     parsed = parse_url(url, SYNC_DRIVERS)
     if parsed.get_backend_name() == "sqlite":
         kwargs.setdefault("connect_args", {}).setdefault("timeout", BUSY_TIMEOUT_SECONDS)
         refuse_memory_sqlite(parsed)
-    engine = sa_create_engine(parsed, **kwargs)
+    with driver_installed(parsed):
+        engine = sa_create_engine(parsed, **kwargs)
     if parsed.get_backend_name() == "sqlite":
         configure_sqlite(engine)
     else:
