@@ -582,7 +582,11 @@ def list_sessions(
     limit: Annotated[int | None, typer.Option(min=0, help="At most this many.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """List sessions, most recently updated first."""
+    """List sessions, most recently updated first.
+
+    On a narrow terminal the branch count, then the agent, are left out so ids and times stay
+    whole; `--json` has every field.
+    """
     from memstore.terminal import data_table, format_time
 
     with open_store(ctx) as store:
@@ -604,7 +608,8 @@ def list_sessions(
     ]
     headers = ("session", "agent", "nodes", "branches", "updated (UTC)", "head", "title")
     copyable = (True, True, True, True, True, True, False)
-    out.print(data_table(headers, rows, copyable=copyable, width=out.width))
+    spare = ("branches", "agent")  # left out on a narrow terminal; --json always has them
+    out.print(data_table(headers, rows, copyable=copyable, width=out.width, spare=spare))
 
 
 def _session_json(info: SessionInfo) -> dict[str, Any]:

@@ -108,22 +108,30 @@ def data_table(
     copyable: Sequence[bool],
     width: int,
     title: str | None = None,
+    spare: Sequence[str] = (),
 ) -> Table:
     """A table that never cuts a copyable cell (an id, a number, a time) with an ellipsis.
 
     Copyable columns are shown whole when they fit `width` beside a narrow share for each text
-    column (text columns wrap); when they cannot all fit, every column folds onto more lines.
+    column (text columns wrap). When they do not, the `spare` columns are left out, in the order
+    given, until they do; when even that is not enough, every column folds onto more lines.
     """
+    columns = list(range(len(headers)))
     widths = [
         max([cell_len(header), *(cell_len(row[index]) for row in rows)])
         for index, header in enumerate(headers)
     ]
-    frame = 3 * (len(headers) - 1)  # " │ " between columns; no outer edges to spend width on
-    needed = frame + sum(
-        size if copy else min(size, TEXT_MIN_WIDTH)
-        for size, copy in zip(widths, copyable, strict=True)
-    )
-    whole = needed <= width
+    left_out = iter([headers.index(name) for name in spare])
+    while not (whole := _fits(columns, widths, copyable, width)):
+        dropped = next(left_out, None)
+        if dropped is None:
+            columns = list(range(len(headers)))
+            break
+        columns.remove(dropped)
+    headers = [headers[index] for index in columns]
+    widths = [widths[index] for index in columns]
+    copyable = [copyable[index] for index in columns]
+    rows = [[row[index] for index in columns] for row in rows]
     table = Table(title=title, show_edge=False, pad_edge=False)
     for header, size, copy in zip(headers, widths, copyable, strict=True):
         if copy and whole:
@@ -135,3 +143,12 @@ def data_table(
     for row in rows:
         table.add_row(*(Text(cell) for cell in row))
     return table
+
+
+def _fits(
+    columns: Sequence[int], widths: Sequence[int], copyable: Sequence[bool], width: int
+) -> bool:
+    """Whether `columns` fit `width`: copyable cells whole, the others at a narrow share."""
+    frame = 3 * (len(columns) - 1)  # " │ " between columns; no outer edges to spend width on
+    needed = sum(widths[i] if copyable[i] else min(widths[i], TEXT_MIN_WIDTH) for i in columns)
+    return frame + needed <= width

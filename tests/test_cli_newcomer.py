@@ -174,6 +174,7 @@ def test_tables_show_numbers_and_ids_whole(imported: str, columns: int) -> None:
         assert item["id"] in listing
         assert format_time(item["updatedAt"]) in listing  # not wrapped at its space
         assert item["head"][:12] in listing
+    assert ("branches" in listing) == (columns == 200)  # the first spare column, left out at 80
 
 
 def test_tables_fold_rather_than_cut_when_ids_cannot_fit(imported: str) -> None:

@@ -61,14 +61,16 @@ def claude_sdk() -> Sdk:
     where = (
         "import claude_agent_sdk, pathlib; print(pathlib.Path(claude_agent_sdk.__file__).parent)"
     )
-    found = subprocess.run([python, "-c", where], capture_output=True, text=True, check=False)
-    if not python.exists() or found.returncode != 0:
+    installed = python.exists() and (
+        subprocess.run([python, "-c", where], capture_output=True, check=False).returncode == 0
+    )
+    if not installed:
         subprocess.run([sys.executable, "-m", "venv", str(SDK_DIR)], check=True, timeout=300)
         install = [str(python), "-m", "pip", "install", "-q", SDK_PACKAGE]
         done = subprocess.run(install, capture_output=True, text=True, timeout=900, check=False)
         if done.returncode != 0:
             missing_tool(f"pip install {SDK_PACKAGE} failed: {done.stderr[-2000:]}")
-        found = subprocess.run([python, "-c", where], capture_output=True, text=True, check=True)
+    found = subprocess.run([python, "-c", where], capture_output=True, text=True, check=True)
     return Sdk(python, Path(found.stdout.strip()) / "_bundled" / "claude")
 
 
