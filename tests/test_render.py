@@ -13,6 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from markdown_it import MarkdownIt
 
 import memstore.render
 from memstore.errors import UnknownNodeError
@@ -170,6 +173,105 @@ def test_the_fence_checker_sees_a_broken_document() -> None:
     outside, left_open = lines_outside_fences("# x\n\n```\ncode\n\n## 2 · user\n")
     assert left_open
     assert "## 2 · user" not in outside
+
+
+TURN_HEADING = re.compile(r"\d+ · (user|assistant) · \d{4}-\d\d-\d\dT[\d:.]+Z")
+
+
+def commonmark_turn_headings(markdown: str) -> list[str]:
+    """The top-level turn headings (`## n · role · time`) a CommonMark parser reads."""
+    tokens = MarkdownIt("commonmark").parse(markdown)
+    headings = [
+        tokens[index + 1].content
+        for index, token in enumerate(tokens)
+        if token.type == "heading_open" and token.tag == "h2" and token.level == 0
+    ]
+    return [heading for heading in headings if TURN_HEADING.fullmatch(heading)]
+
+
+def session_of_texts(bodies: list[str]) -> SessionGraph:
+    graph = SessionGraph("texts", clock=itertools.count(START_MS, 1_000).__next__)
+    roles = itertools.cycle(("user", "assistant"))
+    for body in [*bodies, "THE END"]:
+        graph.append(text(next(roles), body))
+    return graph
+
+
+def assert_every_turn_heading_stays_a_heading(graph: SessionGraph) -> None:
+    markdown = render_markdown(graph)
+    headings = commonmark_turn_headings(markdown)
+    assert len(headings) == graph.size, markdown
+    assert [heading.split(" · ")[0] for heading in headings] == [
+        str(number) for number in range(1, graph.size + 1)
+    ]
+    last_turn = MarkdownIt("commonmark").render(markdown.rsplit("\n## ", 1)[1])
+    assert "<p>THE END</p>" in last_turn
+
+
+def test_markdown_a_fence_inside_a_list_item_does_not_swallow_later_turns() -> None:
+    graph = session_of_texts(["- item\n\n  ```\n  still in a list fence", "next turn"])
+    assert_every_turn_heading_stays_a_heading(graph)
+    markdown = render_markdown(graph)
+    assert "- item\n\n  ```\n  still in a list fence\n  ```\n" in markdown  # closed in the item
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "- a\n\n  ```\n  x\n```",  # the item's fence ends with the item; the last line opens one
+        "> ```\n> quoted fence",
+        "1. one\n\n   <pre>\n   never closed",
+        "- item\n\n  <!-- open",
+        "    indented\n```\nopen",
+        "~~~\n```\n~~",
+        "<script>\nalert(1)",
+        "- x\n\n      ```\n      deep",
+    ],
+)
+def test_markdown_texts_that_leave_blocks_open_never_swallow_later_turns(body: str) -> None:
+    assert_every_turn_heading_stays_a_heading(session_of_texts([body, "next"]))
+
+
+MARKDOWN_PIECES = st.sampled_from(
+    [
+        "- ",
+        "* ",
+        "1. ",
+        "> ",
+        "  ",
+        "    ",
+        "\n",
+        "\n\n",
+        "```",
+        "~~~",
+        "````",
+        "<pre>",
+        "</pre>",
+        "<!--",
+        "-->",
+        "<?",
+        "<![CDATA[",
+        "<div>",
+        "x",
+        "`",
+        "#",
+        "\t",
+        "---",
+        "=",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(MARKDOWN_PIECES, max_size=14).map("".join), min_size=1, max_size=3))
+def test_markdown_every_turn_heading_stays_a_heading_whatever_the_texts(bodies: list[str]) -> None:
+    assert_every_turn_heading_stays_a_heading(session_of_texts(bodies))
+
+
+def test_markdown_passes_raw_html_and_links_through_as_written() -> None:
+    body = 'See <a href="https://example.org">this</a> and [docs](https://example.org/d) <b>x</b>'
+    markdown = render_markdown(session_of_texts([body]))
+    assert body in markdown
 
 
 def test_markdown_tool_calls_and_results_are_fenced_json(story: Story) -> None:

@@ -1,16 +1,24 @@
 """The few CommonMark rules that keep one piece of text from swallowing the rest of a document.
 
 A fenced code block or a raw HTML block (`<pre>`, `<script>`, `<!--`, ...) that a text opens and
-never closes runs to the end of the document; `close_open_blocks` adds the missing closing line.
-Code spans and fences are made longer than any backtick run inside them.
+never closes runs to the end of the document; `close_open_blocks` adds the missing closing line,
+indented like the opening one so that a fence inside a list item is closed inside it. Lists and
+quotes make a line-by-line reading unreliable, so `stands_alone` asks a CommonMark parser
+(markdown-it-py) whether a heading written after the text is still a heading; the renderer fences
+a text that fails. Code spans and fences are made longer than any backtick run inside them.
 """
 
 from __future__ import annotations
 
 import re
+from functools import cache
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
-_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
+_FENCE = re.compile(r"( {0,3})(`{3,}|~{3,})(.*)")
 _HTML_BLOCKS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r" {0,3}<(pre|script|style|textarea)(\s|>|$)", re.IGNORECASE), ""),
     (re.compile(r" {0,3}<!--"), "-->"),
@@ -27,21 +35,23 @@ def split_lines(text: str) -> list[str]:
 
 
 def _fence_opening(line: str) -> str | None:
+    """The closing line of the fence this line opens (its indent and run), or None."""
     match = _FENCE.match(line)
     if match is None:
         return None
-    run, info = match.groups()
+    indent, run, info = match.groups()
     if run[0] == "`" and "`" in info:
         return None  # a backtick fence's info string may not hold a backtick
-    return run
+    return indent + run
 
 
 def _closes_fence(line: str, opening: str) -> bool:
     match = _FENCE.match(line)
     if match is None:
         return False
-    run, rest = match.groups()
-    return run[0] == opening[0] and len(run) >= len(opening) and not rest.strip()
+    _, run, rest = match.groups()
+    run_opened = opening.lstrip(" ")
+    return run[0] == run_opened[0] and len(run) >= len(run_opened) and not rest.strip()
 
 
 def _html_opening(line: str) -> str | None:
@@ -68,6 +78,30 @@ def close_open_blocks(text: str) -> str:
             html_end = None if fence is not None else _html_opening(line)
     closing = fence or html_end
     return text if closing is None else f"{text}\n{closing}"
+
+
+_MAY_OPEN = re.compile(r"```|~~~|<")
+"""What a text needs to hold to leave a block open that a heading after it cannot end."""
+_SENTINEL = "memstore-sentinel-heading"
+
+
+@cache
+def _commonmark() -> MarkdownIt:
+    """Plain CommonMark, raw HTML on: the Markdown export passes HTML through as written."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark")
+
+
+def stands_alone(markdown: str) -> bool:
+    """Whether a top-level heading written after `markdown` (past a blank line) is a heading."""
+    if _MAY_OPEN.search(markdown) is None:
+        return True  # no fence or raw HTML block: the blank line and the heading end anything
+    tokens = _commonmark().parse(f"{markdown}\n\n# {_SENTINEL}\n")
+    if len(tokens) < 3:
+        return False
+    opening, inline, _ = tokens[-3:]
+    return opening.type == "heading_open" and opening.level == 0 and inline.content == _SENTINEL
 
 
 def longest_backtick_run(text: str) -> int:

@@ -13,7 +13,13 @@ from memstore.render._common import (
     pretty_json,
     scrub,
 )
-from memstore.render._commonmark import close_open_blocks, code_span, fenced, split_lines
+from memstore.render._commonmark import (
+    close_open_blocks,
+    code_span,
+    fenced,
+    split_lines,
+    stands_alone,
+)
 from memstore.types import Block, SessionNode
 
 __all__ = ["render_markdown"]
@@ -24,9 +30,11 @@ def render_markdown(
 ) -> str:
     """The transcript of one branch, from the root to `leaf` (default: the head), as Markdown.
 
-    Text blocks are kept as Markdown; thinking is quoted; tool calls and results, and blocks of
-    unknown kinds, are fenced code blocks; images are one line naming their type and size (their
-    data is never written).
+    Text blocks are kept as Markdown (raw HTML and links in them pass through as written), unless
+    they would run into what follows them (a fence or HTML block left open, inside a list or not):
+    those are fenced as plain text, so every turn's heading stays a heading. Thinking is quoted;
+    tool calls and results, and blocks of unknown kinds, are fenced code blocks; images are one
+    line naming their type and size (their data is never written).
 
     Raises:
         UnknownNodeError: the session has no node `leaf`.
@@ -54,32 +62,52 @@ def _preamble(graph: SessionGraph, path: list[SessionNode], title: str | None) -
 
 
 def _turn(node: SessionNode, number: int, tool_names: dict[str, str]) -> str:
+    """One turn; if its texts together still run past its end, again with every text fenced."""
+    turn = _turn_markdown(node, number, tool_names, literal=False)
+    if stands_alone(turn):
+        return turn
+    return _turn_markdown(node, number, tool_names, literal=True)
+
+
+def _turn_markdown(
+    node: SessionNode, number: int, tool_names: dict[str, str], *, literal: bool
+) -> str:
     heading = f"## {number} · {node.turn.role} · {iso_time(node.created_at)}"
-    parts = [heading, *_blocks(node.turn.blocks, tool_names)]
+    parts = [heading, *_blocks(node.turn.blocks, tool_names, literal)]
     if len(parts) == 1:
         parts.append("_(no content)_")
     return "\n\n".join(parts)
 
 
-def _blocks(blocks: tuple[Block, ...], tool_names: dict[str, str]) -> Iterator[str]:
+def _blocks(blocks: tuple[Block, ...], tool_names: dict[str, str], literal: bool) -> Iterator[str]:
     for block in blocks:
         view = type(block).view(block.model_dump())
         if view.form == "record" and view.call_id is not None and view.name is not None:
             tool_names[view.call_id] = view.name
-        yield _block(view, tool_names)
+        yield _block(view, tool_names, literal)
 
 
-def _block(view: BlockView, tool_names: Mapping[str, str]) -> str:
+def _block(view: BlockView, tool_names: Mapping[str, str], literal: bool) -> str:
     if view.form == "prose":
-        return close_open_blocks(view.text) if view.text.strip() else "_(empty text)_"
+        return _text(view.text, literal) if view.text.strip() else "_(empty text)_"
     if view.form == "aside":
-        return _quote(f"**{view.label.capitalize()}**\n\n{close_open_blocks(view.text)}")
+        return _quote(f"**{view.label.capitalize()}**\n\n{_text(view.text, literal)}")
     if view.form == "picture":
         size = describe_size(image_bytes(view.data_base64), view.data_base64)
         return f"_Image:_ {code_span(view.media_type)}, {size} (not embedded)"
     if view.form == "note":
-        return f"_{close_open_blocks(view.text)}_"
+        note = _text(view.text, literal)
+        return note if "\n" in note else f"_{note}_"
     return _record(view, tool_names)
+
+
+def _text(text: str, literal: bool) -> str:
+    """A text as Markdown, or fenced as plain text when it would run into what follows it."""
+    if not literal:
+        closed = close_open_blocks(text)
+        if stands_alone(closed):
+            return closed
+    return fenced(text, "text")
 
 
 def _record(view: BlockView, tool_names: Mapping[str, str]) -> str:
