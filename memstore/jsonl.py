@@ -22,7 +22,14 @@ from memstore.blocks import turn_problem
 from memstore.errors import InvalidJsonError, InvalidSessionIdError, JsonlError
 from memstore.graph import SessionGraph
 from memstore.hashing import hash_node_text
-from memstore.types import Migrator, SessionNode, Turn, validate_session_id
+from memstore.types import (
+    MAX_CREATED_AT,
+    MIN_CREATED_AT,
+    Migrator,
+    SessionNode,
+    Turn,
+    validate_session_id,
+)
 
 __all__ = [
     "JsonlSessionStore",
@@ -45,6 +52,9 @@ logger = logging.getLogger(__name__)
 
 BOM = b"\xef\xbb\xbf"
 CHUNK_SIZE = 1 << 20
+MAX_LINE_BYTES = 256 << 20
+"""The longest line memstore reads (256 MiB): a longer one is refused as soon as it is seen,
+before it is held whole, so reading takes at most this much memory plus one chunk."""
 RecordKind = Literal["node", "head", "other"]
 
 
@@ -65,22 +75,46 @@ class Line(NamedTuple):
         return self.offset + len(self.data) + self.terminated
 
 
-def read_lines(stream: BinaryIO, *, offset: int = 0, number: int = 1) -> Iterator[Line]:
+def read_lines(
+    stream: BinaryIO, *, offset: int = 0, number: int = 1, path: object = "<stream>"
+) -> Iterator[Line]:
     """The lines of a binary stream, split on `\\n` alone, read in bounded chunks.
 
-    `offset` and `number` say where the stream's current position is in the file.
+    `offset` and `number` say where the stream's current position is in the file; `path` names
+    it in errors.
+
+    Raises:
+        JsonlError: a line is longer than MAX_LINE_BYTES (raised before it is held whole).
     """
-    pending = b""
+    pending: list[bytes] = []  # the pieces of an unfinished line: joined once, not copied per chunk
+    size = 0
     start = offset
     while chunk := stream.read(CHUNK_SIZE):
-        pending += chunk
-        *complete, pending = pending.split(b"\n")
-        for data in complete:
+        *complete, rest = chunk.split(b"\n")
+        for piece in complete:
+            data = b"".join((*pending, piece)) if pending else piece
+            pending, size = [], 0
+            if len(data) > MAX_LINE_BYTES:
+                raise _too_long(path, number)
             yield Line(number, start, data, True)
             number += 1
             start += len(data) + 1
+        if rest:
+            pending.append(rest)
+            size += len(rest)
+            if size > MAX_LINE_BYTES:
+                raise _too_long(path, number)
     if pending:
-        yield Line(number, start, pending, False)
+        yield Line(number, start, b"".join(pending), False)
+
+
+def _too_long(path: object, number: int) -> JsonlError:
+    return JsonlError(
+        path,
+        number,
+        f"the line is longer than {MAX_LINE_BYTES >> 20} MiB, the most memstore reads "
+        "(split the turn, or store large files outside the session)",
+    )
 
 
 # --- records ------------------------------------------------------------------------------------
@@ -172,6 +206,13 @@ def _node_record(path: object, line: Line, text: str, node: Any, raw: str) -> Re
     created_at = _as_int(node.get("createdAt"))
     if created_at is None:
         raise _refuse(path, line, "node.createdAt must be an integer (epoch milliseconds)")
+    if not MIN_CREATED_AT <= created_at <= MAX_CREATED_AT:
+        raise _refuse(
+            path,
+            line,
+            f"node.createdAt {node.get('createdAt')!r} is out of range: the databases hold "
+            "times (epoch milliseconds) from -2**63 to 2**63-1",
+        )
     problem = turn_problem(node.get("turn"))
     if problem is not None:
         raise _refuse(path, line, f"node {node_id!r}: {problem}")
@@ -272,7 +313,7 @@ def read_records(
     outcome: ReadOutcome | None = None,
 ) -> Iterator[Record]:
     """Parse every line of `stream`; a torn final line is skipped with a warning in `outcome`."""
-    for line in read_lines(stream, offset=offset, number=number):
+    for line in read_lines(stream, offset=offset, number=number, path=path):
         try:
             yield parse_record(path, line, migrators)
         except JsonlError as error:

@@ -459,6 +459,8 @@ class AgentConfig(_Contract):
 
 
 _MAX_SESSION_ID = 255
+MIN_CREATED_AT, MAX_CREATED_AT = -(2**63), 2**63 - 1
+"""The node times (epoch ms) both databases hold: a signed 64-bit integer."""
 _CONTROL = {chr(c) for c in (*range(0x20), *range(0x7F, 0xA0))}  # C0, DEL and C1
 _FORBIDDEN_IN_ID = frozenset("/\\") | _CONTROL
 

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
 from pathlib import Path
 
-from memstore import jsjson
+import pytest
+
+import memstore.jsonl
+from memstore import SessionStore, jsjson
+from memstore.errors import InvalidArgumentError, JsonlError
 from memstore.hashing import hash_node_text
-from memstore.jsonl import head_line, node_line
+from memstore.jsonl import CHUNK_SIZE, MAX_LINE_BYTES, head_line, node_line, read_lines
+from memstore.types import SessionNode, Turn
 
 from .conftest import LEGACY
 
@@ -74,3 +80,109 @@ def test_importing_and_exporting_a_big_file_keeps_memory_bounded(tmp_path: Path)
     assert (tmp_path / "out.jsonl").read_bytes() == source.read_bytes()
     # 80 MB went through; the process grew by a small fraction of that.
     assert after - before < 40, json.dumps({"before_mb": before, "after_mb": after})
+
+
+# --- numbers and lines the databases cannot hold: refused up front, by line ---------------------
+
+
+def one_node_file(path: Path, created_at_json: str) -> None:
+    """A file of two good lines, then a node whose createdAt is written as `created_at_json`."""
+    first = node_line("a", None, '{"role":"user","blocks":[]}', 1) + head_line("a")
+    bad = (
+        '{"type":"node","node":{"id":"b","parent":"a","turn":{"role":"user","blocks":[]},'
+        f'"createdAt":{created_at_json}}}}}\n'
+    )
+    path.write_text(first + bad + head_line("b"), encoding="utf-8")
+
+
+@pytest.mark.parametrize("created_at", ["9223372036854775808", "1e21", "-1e19"])
+def test_a_created_at_the_databases_cannot_hold_is_refused_naming_its_line(
+    database_url: str, tmp_path: Path, created_at: str
+) -> None:
+    source = tmp_path / "big-time.jsonl"
+    one_node_file(source, created_at)
+    with SessionStore(database_url) as store:
+        with pytest.raises(JsonlError, match=r"big-time\.jsonl:3: node\.createdAt .* out of range"):
+            store.import_jsonl(source, keep_mismatched=True)
+        assert store.list_sessions() == []
+
+
+def test_the_largest_created_at_the_databases_hold_round_trips(
+    database_url: str, tmp_path: Path
+) -> None:
+    source = tmp_path / "edge.jsonl"
+    one_node_file(source, str(2**63 - 1))
+    with SessionStore(database_url) as store:
+        store.import_jsonl(source, keep_mismatched=True)
+        store.export_jsonl("edge", tmp_path / "out.jsonl")
+    assert (tmp_path / "out.jsonl").read_bytes() == source.read_bytes()
+
+
+def test_a_node_appended_with_a_time_out_of_range_is_refused(database_url: str) -> None:
+    node = SessionNode(id="x", parent=None, turn=Turn(role="user", blocks=[]), created_at=2**63)
+    with SessionStore(database_url) as store:
+        with pytest.raises(InvalidArgumentError, match="out of the range"):
+            store.append_node("s", node)
+        assert store.list_sessions() == []
+
+
+TOO_LONG = """
+import sys
+import memstore.jsonl
+from memstore import SessionStore
+from memstore.errors import JsonlError
+
+def peak_mb():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) // 1024
+
+memstore.jsonl.MAX_LINE_BYTES = 8 << 20
+store = SessionStore(sys.argv[1])
+store.list_sessions()
+before = peak_mb()
+try:
+    store.import_jsonl(sys.argv[2], keep_mismatched=True)
+except JsonlError as error:
+    print(error)
+print(before, peak_mb(), store.list_sessions())
+"""
+
+
+def test_a_line_longer_than_the_limit_is_refused_by_line_before_it_is_held(
+    database_url: str, tmp_path: Path
+) -> None:
+    source = tmp_path / "huge.jsonl"
+    with source.open("wb") as out:
+        out.write(
+            (node_line("a", None, '{"role":"user","blocks":[]}', 1) + head_line("a")).encode()
+        )
+        out.truncate(out.tell() + 200_000_000)  # a 200 MB third line of NULs, without a newline
+    done = subprocess.run(
+        [sys.executable, "-c", TOO_LONG, database_url, str(source)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    message, figures = done.stdout.strip().split("\n")
+    assert message.startswith(f"{source}:3: the line is longer than 8 MiB")
+    before, after, sessions = figures.split(" ", 2)
+    assert sessions == "[]"
+    assert int(after) - int(before) < 40  # the limit (8 MB) and a chunk, not 200 MB
+
+
+class EndlessLine(io.BytesIO):
+    """A stream of `x` that never ends and never holds a newline."""
+
+    def read(self, size: int | None = -1) -> bytes:
+        return b"x" * (size or 1)
+
+
+def test_an_endless_line_is_refused_once_it_passes_the_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(memstore.jsonl, "MAX_LINE_BYTES", 4 * CHUNK_SIZE)
+    stream = EndlessLine()
+    with pytest.raises(JsonlError, match="<stream>:1: the line is longer than 4 MiB"):
+        list(read_lines(stream))
+    assert MAX_LINE_BYTES == 256 << 20

@@ -64,7 +64,7 @@ def new_reader(agent: str) -> ForeignReader:
 def sniff_agent(path: Path) -> str | None:
     """Which agent wrote a session file, from its first lines; None when they do not tell."""
     with path.open("rb") as file:
-        for line in itertools.islice(read_lines(file), _SNIFF_LINES):
+        for line in itertools.islice(read_lines(file, path=path), _SNIFF_LINES):
             try:
                 value = jsjson.loads(line.data.decode("utf-8"))
             except (ValueError, UnicodeDecodeError):

@@ -47,7 +47,7 @@ class _Lines:
         self.report = report
 
     def entries(self, file: Any) -> Iterator[tuple[Line, str, Entry]]:
-        for line in read_lines(file):
+        for line in read_lines(file, path=self.path):
             try:
                 raw, value = decode_line(self.path, line)
             except JsonlError as error:

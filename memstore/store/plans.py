@@ -56,7 +56,14 @@ from memstore.store.tables import (
     session_tags,
     sessions,
 )
-from memstore.types import SessionNode, Turn, is_storable_text, validate_session_id
+from memstore.types import (
+    MAX_CREATED_AT,
+    MIN_CREATED_AT,
+    SessionNode,
+    Turn,
+    is_storable_text,
+    validate_session_id,
+)
 
 __all__ = [
     "NATIVE_AGENT",
@@ -338,6 +345,11 @@ def insert_nodes(dialect: str, session_id: str, new_nodes: Sequence[SessionNode]
     node_rows: list[dict[str, Any]] = []
     blocks: list[dict[str, Any]] = []
     for node in new_nodes:
+        if not MIN_CREATED_AT <= node.created_at <= MAX_CREATED_AT:
+            raise InvalidArgumentError(
+                f"session {session_id!r}: node {node.id[:40]!r} has created_at {node.created_at}, "
+                "out of the range the databases hold (-2**63 to 2**63-1 epoch milliseconds)"
+            )
         text = node.turn.json_text()
         turn = jsjson.loads(text)  # the wire dict, for the derived columns: faster than to_json
         row, rows = stored_rows(session_id, node.id, node.parent, node.created_at, turn, text)
