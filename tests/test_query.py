@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from memstore import SessionGraph, SessionStore
 from memstore.errors import QueryError
 from memstore.jsonl import JsonlSessionStore
 from memstore.store.rows import block_rows, search_text, stored_rows
+from memstore.store.search import _phrase_search, _postgres_search, _split_query
 from memstore.store.transfer import BATCH_ROWS
 
 from .conftest import LEGACY
@@ -250,3 +252,85 @@ def test_read_only_query_limits_rows(filled: SessionStore) -> None:
     assert result.truncated
     with pytest.raises(QueryError, match="no_such_table"):
         filled.read_only_query("SELECT * FROM no_such_table")
+
+
+# --- a turn larger than PostgreSQL's tsvector: stored by both backends, found by the rule --------
+
+
+def file_listing(megabytes: float) -> str:
+    """A tool's output like `find /`: unique words, far more than a 1 MiB tsvector can hold,
+    starting with FIRSTWORD, with MIDDLEWORD and 東京タワー past PostgreSQL's index and LASTWORD at
+    the end."""
+    lines: list[str] = ["FIRSTWORD"]
+    size = 0
+    number = 0
+    while size < megabytes * 1_000_000:
+        line = f"/srv/data/project_{number:07d}/file_{number:07d}_listing.txt"
+        lines.append(line)
+        size += len(line) + 1
+        number += 1
+        if number == 20_000:
+            lines.append("MIDDLEWORD 東京タワー")
+    lines.append("LASTWORD")
+    return "\n".join(lines)
+
+
+def test_a_turn_past_postgresqls_tsvector_limit_is_stored_and_found_on_both_backends(
+    database_url: str, tmp_path: Path
+) -> None:
+    listing = file_listing(3.6)
+    source_graph = SessionGraph("big", clock=itertools.count(1_767_225_600_000).__next__)
+    source_graph.append(say("user", "list the files"))
+    source_graph.append({"role": "assistant", "blocks": [
+        {"kind": "tool_call", "id": "c1", "name": "find", "input": {"path": "/srv"}},
+    ]})  # fmt: skip
+    source_graph.append({"role": "user", "blocks": [
+        {"kind": "tool_result", "callId": "c1", "output": listing},
+    ]})  # fmt: skip
+    source_graph.append(say("assistant", "Many files, LASTWORD"))
+    sqlite_store = SessionStore(f"sqlite:///{tmp_path / 'source.db'}")
+    for node in source_graph.all():
+        sqlite_store.append_node("big", node)
+    sqlite_store.export_jsonl("big", tmp_path / "big.jsonl")
+    sqlite_store.close()
+
+    with SessionStore(database_url) as store:
+        store.import_jsonl(tmp_path / "big.jsonl")  # a SQLite export imports anywhere
+        store.export_jsonl("big", tmp_path / "again.jsonl")
+        assert (tmp_path / "again.jsonl").read_bytes() == (tmp_path / "big.jsonl").read_bytes()
+        result = source_graph.all()[2].id
+        for query in ("FIRSTWORD", "middleword", "MIDDLEWORD listing", "東京", "タワー"):
+            assert [hit.node_id for hit in store.search(query)] == [result], query
+        found = {hit.node_id for hit in store.search("lastword")}
+        assert found == {result, source_graph.all()[3].id}
+        assert store.search("LASTWORD", session_id="big", limit=1)
+        assert store.search("MIDDLEWORD nowhere") == []
+        assert store.search("東京 nowhere") == []
+        assert store.search("MIDDLEWORD", session_id="other") == []
+
+
+def explain(store: SessionStore, statement: Any) -> str:
+    """PostgreSQL's plan for `statement`, sequential scans discouraged as on a big table."""
+    with store.engine.connect() as connection:
+        connection.exec_driver_sql("SET enable_seqscan = off")
+        compiled = statement.compile(connection)
+        params = tuple(compiled.params[name] for name in compiled.positiontup or ())
+        rows = connection.exec_driver_sql("EXPLAIN " + str(compiled), params or compiled.params)
+        return "\n".join(str(row[0]) for row in rows)
+
+
+@pytest.mark.parametrize("query", ["upload", "東京 upload"])
+def test_postgresql_search_reads_its_indexes_and_only_the_oversized_turns(
+    postgres_url: str, query: str
+) -> None:
+    with SessionStore(postgres_url) as store:
+        store.append_node("s", SessionGraph("s").append(say("user", "upload 東京")))
+        words, unspaced = _split_query(query)
+        if unspaced:
+            statement = _phrase_search("postgresql", words, unspaced, None, 20)
+        else:
+            statement = _postgres_search(query)
+        plan = explain(store, statement)
+    assert re.search(r"Index Scan on ix_nodes_search(_chars)? ", plan), plan
+    assert "Index Scan on ix_nodes_search_oversized" in plan, plan
+    assert "Seq Scan" not in plan, plan

@@ -8,6 +8,12 @@ current after every append and import.
 A query word holding characters of a script written without spaces (Chinese, Japanese, Thai, ...)
 is searched for inside words instead: `search_chars` makes each such character a word of its
 own, and the query word becomes a phrase of them, found with a second index of the same kind.
+
+PostgreSQL cannot build a tsvector of more than 1 MiB, so its indexes hold the first
+`PG_INDEXED_CHARS` characters of each column (at most 4 bytes each: it always fits). A turn whose
+search text (or `search_chars`) is longer is still found by the rest of its text: when every word
+of the query appears in its search text, ignoring case, as a substring (a partial index lists
+these turns, so the check reads only them). SQLite's FTS5 has no such limit and indexes it all.
 """
 
 from __future__ import annotations
@@ -17,7 +23,19 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, func, literal_column, select, text
+from sqlalchemy import (
+    ColumnElement,
+    Select,
+    and_,
+    case,
+    func,
+    literal,
+    literal_column,
+    or_,
+    select,
+    text,
+    union_all,
+)
 
 from memstore.errors import InvalidArgumentError, InvalidSessionIdError
 from memstore.store.plans import NATIVE_AGENT, Plan, agent_of
@@ -28,6 +46,9 @@ from memstore.types import is_storable_text
 __all__ = ["SearchHit", "fts5_query", "search", "text_snippet"]
 
 TS_CONFIG = "simple"  # no stemming, like FTS5's unicode61: the same matches on both backends
+PG_INDEXED_CHARS = 250_000
+"""How much of a column PostgreSQL's search indexes hold: 4 bytes a character stays under the
+1 MiB a tsvector can hold (migration 0015 builds the indexes with this number)."""
 SNIPPET_OPEN, SNIPPET_CLOSE = "[", "]"
 SNIPPET_CHARS = 64  # a snippet's length when made here (for queries with unspaced words)
 _HAS_UNSPACED = re.compile(f"[{UNSPACED}]")
@@ -86,20 +107,48 @@ def _sqlite_phrase_matches(words: list[str], unspaced: list[str]) -> Select[Any]
     return statement.add_columns(rank.label("rank"))
 
 
-def _postgres_phrase_matches(words: list[str], unspaced: list[str]) -> Select[Any]:
+def _pg_indexed(column: ColumnElement[str]) -> ColumnElement[Any]:
+    """The tsvector PostgreSQL's index holds for `column`: of its first PG_INDEXED_CHARS."""
+    return func.to_tsvector(TS_CONFIG, func.left(column, literal_column(str(PG_INDEXED_CHARS))))
+
+
+def _pg_oversized(*, chars: bool) -> ColumnElement[bool]:
+    """Turns whose search text (or with `chars`, either column) is longer than the index holds:
+    each implies the predicate of the partial index that lists such turns."""
+    limit: ColumnElement[Any] = literal_column(str(PG_INDEXED_CHARS))
+    longer = func.length(nodes.c.search_text) > limit
+    return or_(longer, func.length(nodes.c.search_chars) > limit) if chars else longer
+
+
+def _pg_oversized_matches(words: list[str], *, chars: bool) -> Select[Any]:
+    """The turns longer than the index holds whose search text holds every word (any case)."""
+    folded = func.lower(nodes.c.search_text)
+    holds = [func.strpos(folded, func.lower(literal(word))) > 0 for word in words]
+    oversized = _pg_oversized(chars=chars)
+    return select(nodes.c.pk, literal(0.0).label("rank")).where(oversized, and_(*holds))
+
+
+def _postgres_phrase_matches(
+    words: list[str], unspaced: list[str], session_id: str | None
+) -> Select[Any]:
     phrases = [func.phraseto_tsquery(TS_CONFIG, search_chars(word)) for word in unspaced]
     tsquery: ColumnElement[Any] = phrases[0]
     for phrase in phrases[1:]:
         tsquery = tsquery.op("&&")(phrase)
-    vector = func.to_tsvector(TS_CONFIG, nodes.c.search_chars)
+    vector = _pg_indexed(nodes.c.search_chars)
     rank: ColumnElement[Any] = func.ts_rank(vector, tsquery)
     statement = select(nodes.c.pk).where(nodes.c.search_chars != "", vector.op("@@")(tsquery))
     if words:
         word_query = func.websearch_to_tsquery(TS_CONFIG, " ".join(words))
-        word_vector = func.to_tsvector(TS_CONFIG, nodes.c.search_text)
+        word_vector = _pg_indexed(nodes.c.search_text)
         statement = statement.where(word_vector.op("@@")(word_query))
         rank = rank + func.ts_rank(word_vector, word_query)
-    return statement.add_columns(rank.label("rank"))
+    oversized = _pg_oversized_matches(words + unspaced, chars=True)
+    if session_id is not None:
+        statement = statement.where(nodes.c.session_id == session_id)
+        oversized = oversized.where(nodes.c.session_id == session_id)
+    matches = union_all(statement.add_columns(rank.label("rank")), oversized).subquery()
+    return select(matches.c.pk, func.max(matches.c.rank).label("rank")).group_by(matches.c.pk)
 
 
 def _phrase_search(
@@ -108,12 +157,12 @@ def _phrase_search(
     """The best matches of a query with unspaced words, with their search text (the snippet is
     made in Python: the indexes hold single characters, not the text around them)."""
     if dialect == "postgresql":
-        matches = _postgres_phrase_matches(words, unspaced)
+        matches = _postgres_phrase_matches(words, unspaced, session_id)
     else:
         matches = _sqlite_phrase_matches(words, unspaced)
-    if session_id is not None:
-        matches = matches.where(nodes.c.session_id == session_id)
-    best = matches.order_by(text("rank DESC"), nodes.c.pk).limit(limit).subquery()
+        if session_id is not None:
+            matches = matches.where(nodes.c.session_id == session_id)
+    best = matches.order_by(text("rank DESC"), text("pk")).limit(limit).subquery()
     return (
         select(
             *_HIT_COLUMNS,
@@ -136,9 +185,17 @@ def text_snippet(text: str, terms: list[str]) -> str:
     return ("…" if start else "") + marked + ("…" if end < len(text) else "")
 
 
+SQLITE_SNIPPET_CHARS = 100_000
+"""FTS5's snippet() takes time quadratic in a term's occurrences in one text (minutes for a
+3.6 MB file listing): longer texts get their snippet made here instead (`text_snippet`)."""
+
+
 def _sqlite_search(query: str) -> Select[Any]:
     match = literal_column("nodes_fts").op("MATCH")(fts5_query(query))
-    snippet = func.snippet(literal_column("nodes_fts"), 0, SNIPPET_OPEN, SNIPPET_CLOSE, "…", 12)
+    snippet = case(
+        (func.length(nodes.c.search_text) > SQLITE_SNIPPET_CHARS, None),
+        else_=func.snippet(literal_column("nodes_fts"), 0, SNIPPET_OPEN, SNIPPET_CLOSE, "…", 12),
+    )
     rank = -func.bm25(literal_column("nodes_fts"))
     return (
         select(
@@ -153,14 +210,17 @@ def _sqlite_search(query: str) -> Select[Any]:
 
 def _postgres_search(query: str) -> Select[Any]:
     tsquery = func.websearch_to_tsquery(TS_CONFIG, query)
-    vector = func.to_tsvector(TS_CONFIG, nodes.c.search_text)
+    vector = _pg_indexed(nodes.c.search_text)
     options = f"StartSel={SNIPPET_OPEN}, StopSel={SNIPPET_CLOSE}, MaxWords=20, MinWords=6"
-    snippet = func.ts_headline(TS_CONFIG, nodes.c.search_text, tsquery, options)
+    shown = func.left(nodes.c.search_text, literal_column(str(PG_INDEXED_CHARS)))
+    snippet = func.ts_headline(TS_CONFIG, shown, tsquery, options)
+    indexed = select(nodes.c.pk).where(vector.op("@@")(tsquery))
+    oversized = _pg_oversized_matches(query.split(), chars=False).with_only_columns(nodes.c.pk)
     return select(
         *_HIT_COLUMNS,
         snippet.label("snippet"),
         func.ts_rank(vector, tsquery).label("rank"),
-    ).where(vector.op("@@")(tsquery))
+    ).where(nodes.c.pk.in_(indexed.union(oversized)))
 
 
 def search(
@@ -199,7 +259,20 @@ def search(
         statement = statement.where(nodes.c.session_id == session_id)
     statement = statement.order_by(text("rank DESC"), nodes.c.pk).limit(limit)
     hits = [SearchHit(**row._mapping) for row in (yield statement)]
+    hits = yield from _with_long_snippets(hits, query.split())
     return (yield from _with_agents(hits))
+
+
+def _with_long_snippets(hits: list[SearchHit], terms: list[str]) -> Plan[list[SearchHit]]:
+    """The hits, those without a snippet (long texts on SQLite) given one made here."""
+    done: list[SearchHit] = []
+    for hit in hits:
+        if hit.snippet is None:
+            where = (nodes.c.session_id == hit.session_id) & (nodes.c.id == hit.node_id)
+            (found,) = yield select(nodes.c.search_text).where(where)
+            hit = dataclasses.replace(hit, snippet=text_snippet(found[0], terms))
+        done.append(hit)
+    return done
 
 
 def _with_agents(hits: list[SearchHit]) -> Plan[list[SearchHit]]:
