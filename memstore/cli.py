@@ -108,8 +108,15 @@ def json_record(value: Any) -> dict[str, Any]:
 
 
 def emit_json(value: Any) -> None:
-    """Print a value as JSON for scripts (no colour, no wrapping)."""
-    print(json.dumps(value, ensure_ascii=False, indent=2))
+    """Print a value as JSON for scripts (no colour, no wrapping): indented, or on one line when
+    it nests deeper than the indenting encoder can go."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, indent=2)
+    except RecursionError:
+        from memstore import jsjson
+
+        text = jsjson.dumps(value)  # iterative: any depth
+    print(text)
 
 
 def _print_version(requested: bool) -> None:

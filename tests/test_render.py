@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
 import memstore.render
+from memstore import SessionStore
 from memstore.errors import UnknownNodeError
 from memstore.graph import SessionGraph
 from memstore.jsonl import JsonlSessionStore
@@ -789,3 +790,54 @@ def test_large_session_renders_quickly_and_compactly() -> None:
 def test_exports() -> None:
     assert memstore.render.__all__ == ["render_html", "render_markdown"]
     assert memstore.render.__doc__
+
+
+# --- any stored turn renders: JSON nested deeper than recursion goes -----------------------------
+
+
+@pytest.mark.parametrize("depth", [1_000, 20_000])
+def test_json_nested_deeper_than_recursion_renders_in_every_format(
+    database_url: str, tmp_path: Path, depth: int
+) -> None:
+    from typer.testing import CliRunner
+
+    from memstore import jsjson
+    from memstore.cli import app
+    from memstore.hashing import hash_node_text
+    from memstore.jsonl import head_line, node_line
+
+    deep = "[" * depth + '"core"' + "]" * depth
+    turn_json = (
+        '{"role":"assistant","blocks":[{"kind":"tool_call","id":"deep","name":"nest","input":'
+        f'{deep}}},{{"kind":"tool_result","callId":"deep","output":{deep}}}]}}'
+    )
+    node_id = hash_node_text(None, turn_json.encode(), START_MS)
+    source = tmp_path / "deep.jsonl"
+    source.write_text(node_line(node_id, None, turn_json, START_MS) + head_line(node_id))
+    later = text("user", "a later session still exports")
+    later_node = SessionGraph("later", clock=lambda: START_MS).append(later)
+    runner = CliRunner()
+
+    def run(*args: str) -> str:
+        result = runner.invoke(app, ["--db", database_url, *args])
+        assert result.exit_code == 0, result.output
+        return result.stdout
+
+    run("import", str(source))
+    with SessionStore(database_url) as store:
+        store.append_node("later", later_node)
+    html = run("export", "deep", "--format", "html", "-o", "-")
+    assert html.count("core") >= 2
+    assert "</html>" in html
+    markdown = run("export", "deep", "--format", "md", "-o", "-")
+    assert "core" in markdown
+    assert "**Tool call** `nest`" in markdown
+    shown = jsjson.loads(run("show", "deep", "--json"))
+    assert shown[0]["id"] == node_id
+    assert jsjson.dumps(shown[0]["turn"]) == turn_json
+    run("export", "--all", "--format", "html", "-o", str(tmp_path / "all"))
+    assert sorted(path.name for path in (tmp_path / "all").iterdir()) == [
+        "deep.html",
+        "later.html",
+    ]
+    assert "core" in run("show", "deep")

@@ -9,6 +9,8 @@ from typing import Any
 
 import orjson
 
+from memstore import jsjson
+from memstore.errors import InvalidJsonError
 from memstore.types import Block, SessionNode, TextBlock
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -32,15 +34,33 @@ def scrub(text: str) -> str:
 
 
 def pretty_json(value: Any) -> str:
-    """A JSON value indented for reading; anything JSON cannot carry falls back to its repr."""
+    """A JSON value indented for reading; nested deeper than the indenting encoders go, compact
+    JSON (written without recursion); anything JSON cannot carry falls back to its repr."""
     try:
         return orjson.dumps(value, option=_JSON_OPTIONS).decode()
     except TypeError:
         pass  # big integers, lone surrogates, odd objects: the standard encoder copes with more
     try:
         return json.dumps(value, indent=2, ensure_ascii=False, default=repr)
-    except (TypeError, ValueError, RecursionError):
+    except RecursionError:
+        return compact_json(value)
+    except (TypeError, ValueError):
+        return _repr(value)
+
+
+def compact_json(value: Any) -> str:
+    """A JSON value on one line, at any depth: memstore's own encoder, which does not recurse."""
+    try:
+        return jsjson.dumps(value)
+    except InvalidJsonError:
+        return _repr(value)
+
+
+def _repr(value: Any) -> str:
+    try:
         return repr(value)
+    except RecursionError:
+        return f"(a {type(value).__name__} nested too deep to show)"
 
 
 def one_line(text: str, limit: int = 100) -> str:
@@ -56,7 +76,7 @@ def value_preview(value: Any, limit: int = 100) -> str:
     try:
         text = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
     except TypeError:
-        text = repr(value)
+        text = compact_json(value)  # nested deeper than orjson goes, or not plain JSON
     return one_line(text, limit)
 
 

@@ -132,7 +132,10 @@ def _value_body(value: Any) -> str:
     if isinstance(value, str):
         return _pre(value, "out")
     texts: list[tuple[str, str]] = []
-    parts = [_pre(pretty_json(_without_texts(value, "", texts)), "json")]
+    try:
+        parts = [_pre(pretty_json(_without_texts(value, "", texts)), "json")]
+    except RecursionError:  # nested deeper than a walk can go: shown whole, on one line
+        return _pre(pretty_json(value), "json")
     for path, body in texts:
         parts.append(f'<p class="kv">{text(path)}</p>{_pre(body, "out")}')
     return "".join(parts)
