@@ -722,13 +722,21 @@ def sql(
     ctx: typer.Context,
     statement: Annotated[str, typer.Argument(help="One SELECT (read-only).")],
     limit: Annotated[int, typer.Option(min=0, help="At most this many rows.")] = 1000,
+    timeout: Annotated[
+        float,
+        typer.Option(min=0.001, help="Stop the query after this many seconds."),
+    ] = 5.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print rows as JSON objects.")] = False,
 ) -> None:
     """Run one read-only SQL query (the views turns, blocks, tool_calls, session_stats help)."""
     from memstore.terminal import data_table
 
     with open_store(ctx) as store:
-        result = store.read_only_query(statement, limit=limit)
+        try:
+            result = store.read_only_query(statement, limit=limit, timeout=timeout)
+        except KeyboardInterrupt:
+            err.print("[red]error:[/red] the query was stopped (Ctrl-C)", highlight=False)
+            raise typer.Exit(130) from None
     if as_json:
         emit_json([dict(zip(result.columns, row, strict=True)) for row in result.rows])
         return

@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 import itertools
+import os
 import re
+import resource
+import signal
 import sqlite3
+import subprocess
+import sys
+import time
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from memstore import SessionGraph, SessionStore
-from memstore.errors import QueryError
+from memstore.errors import InvalidArgumentError, QueryError
 from memstore.jsonl import JsonlSessionStore
 from memstore.store.rows import block_rows, search_text, stored_rows
 from memstore.store.search import _phrase_search, _postgres_search, _split_query
@@ -334,3 +341,89 @@ def test_postgresql_search_reads_its_indexes_and_only_the_oversized_turns(
     assert re.search(r"Index Scan on ix_nodes_search(_chars)? ", plan), plan
     assert "Index Scan on ix_nodes_search_oversized" in plan, plan
     assert "Seq Scan" not in plan, plan
+
+
+# --- no query runs for ever ----------------------------------------------------------------------
+
+ENDLESS = "WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r) SELECT count(*) FROM r"
+
+
+def test_a_query_is_stopped_at_its_time_limit_and_the_store_goes_on(store: SessionStore) -> None:
+    for statement in (ENDLESS, f"{ENDLESS} ORDER BY 1"):
+        with pytest.raises(QueryError, match=r"ran longer than 0\.5 s and was stopped"):
+            store.read_only_query(statement, timeout=0.5)
+    store.append_node("s", SessionGraph("s").append(say("user", "still writes")))
+    assert store.read_only_query("SELECT count(*) FROM nodes").rows == [(1,)]
+
+
+@pytest.mark.parametrize("timeout", [0, -1, float("nan"), True, "5"])
+def test_a_time_limit_is_a_positive_number_of_seconds(store: SessionStore, timeout: Any) -> None:
+    with pytest.raises(InvalidArgumentError, match="time limit"):
+        store.read_only_query("SELECT 1", timeout=timeout)
+
+
+def cpu_seconds(pid: int) -> float:
+    """The CPU time a process has used so far (user and system), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def wait_until_the_query_runs(
+    process: subprocess.Popen[str], database_url: str, marker: str
+) -> None:
+    """Wait until the CLI is inside its query: on PostgreSQL the server lists it; on SQLite the
+    process has used more CPU than a whole `memstore sql "SELECT 1"` needs."""
+    started = time.monotonic()
+    if database_url.startswith("postgresql"):
+        while time.monotonic() - started < 60:
+            if queries_running(database_url, marker):
+                return
+            time.sleep(0.1)
+    else:
+        before = time.process_time()
+        quick = subprocess.run([*MEMSTORE, "--db", database_url, "sql", "SELECT 1"], check=True)
+        assert quick.returncode == 0
+        needed = resource.getrusage(resource.RUSAGE_CHILDREN)
+        startup = needed.ru_utime + needed.ru_stime - before + 0.5
+        while time.monotonic() - started < 60:
+            if cpu_seconds(process.pid) > startup:
+                return
+            time.sleep(0.1)
+    raise AssertionError("the query never started")
+
+
+def queries_running(database_url: str, marker: str) -> int:
+    """How many queries holding `marker` the PostgreSQL server is running."""
+    with SessionStore(database_url) as store, store.engine.connect() as connection:
+        return int(connection.exec_driver_sql(RUNNING, (f"/* {marker} */",)).scalar_one())
+
+
+MEMSTORE = [sys.executable, "-m", "memstore"]
+RUNNING = "SELECT count(*) FROM pg_stat_activity WHERE strpos(query, %s) > 0 AND state = 'active'"
+
+
+def test_ctrl_c_stops_a_query_at_once_with_one_line_and_cancels_it_on_the_server(
+    database_url: str,
+) -> None:
+    SessionStore(database_url).close()  # the schema exists before the timed part
+    marker = f"ctrl-c-{uuid.uuid4().hex}"
+    process = subprocess.Popen(
+        [*MEMSTORE, "--db", database_url, "sql", f"/* {marker} */ {ENDLESS}", "--timeout", "60"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_until_the_query_runs(process, database_url, marker)
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=30)
+    finally:
+        process.kill()
+        process.communicate()
+    assert process.returncode == 130
+    assert stderr == "error: the query was stopped (Ctrl-C)\n"
+    if database_url.startswith("postgresql"):
+        started = time.monotonic()  # the server ends it when it reads the cancel request
+        while queries_running(database_url, marker) and time.monotonic() - started < 10:
+            time.sleep(0.1)
+        assert queries_running(database_url, marker) == 0

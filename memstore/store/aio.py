@@ -36,7 +36,7 @@ from memstore.store.handle import HandleBase
 from memstore.store.migrate import is_current, migrate_in
 from memstore.store.plans import UNSET, Plan, SessionInfo, Step, StoreStats, Unset, as_call
 from memstore.store.prepared import Prepared, PreparedRows
-from memstore.store.readonly import QueryResult, run_read_only
+from memstore.store.readonly import DEFAULT_QUERY_SECONDS, QueryResult, run_read_only
 from memstore.store.search import SearchHit
 from memstore.store.sync import drive as sync_drive
 from memstore.store.sync import run as sync_run
@@ -410,13 +410,15 @@ class AsyncSessionStore:
         plan = search.search(self.dialect, query, session_id=session_id, limit=limit)
         return await self._run(plan, write=False, action="searching")
 
-    async def read_only_query(self, sql: str, *, limit: int = 1000) -> QueryResult:
+    async def read_only_query(
+        self, sql: str, *, limit: int = 1000, timeout: float = DEFAULT_QUERY_SECONDS
+    ) -> QueryResult:
         """See `SessionStore.read_only_query`."""
         # The read-only machinery speaks the sync drivers' APIs: run it on a sync engine of
         # the same database, in a worker thread.
         engine = self._sync()
         with translate_database_errors("running a query"):
-            return await asyncio.to_thread(run_read_only, engine, sql, limit=limit)
+            return await asyncio.to_thread(run_read_only, engine, sql, limit=limit, timeout=timeout)
 
     async def session(self, session_id: str) -> AsyncSessionHandle:
         """See `SessionStore.session`."""

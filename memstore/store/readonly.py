@@ -8,6 +8,12 @@ READ WRITE), a prepared statement (so only one statement), a check that the stat
 transaction id (which every write takes), and a rollback whatever happens. A
 superuser's query runs as the predefined role `pg_read_all_data`: a read-only transaction still
 lets a superuser write files on the server (`COPY ... TO '/path'`, `lo_export`).
+
+No query runs for ever: each has a time limit (`timeout` seconds, default
+DEFAULT_QUERY_SECONDS). SQLite: a progress handler stops the statement once the time is up, and
+on Ctrl-C (it is where Python gets to see the signal), which also bounds the temporary space a
+runaway sort can write. PostgreSQL: `statement_timeout` stops it on the server, even if the
+client is killed; Ctrl-C cancels it on the server (psycopg sends the cancel request).
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import re
 import sqlite3
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,9 +29,13 @@ from urllib.parse import quote
 
 from sqlalchemy import Engine
 
-from memstore.errors import QueryError
+from memstore.errors import InvalidArgumentError, QueryError
 
-__all__ = ["QueryResult", "run_read_only"]
+__all__ = ["DEFAULT_QUERY_SECONDS", "QueryResult", "run_read_only"]
+
+DEFAULT_QUERY_SECONDS = 5.0
+"""How long a read-only query may run unless the caller says otherwise."""
+_PROGRESS_STEPS = 1000  # SQLite VM steps between two looks at the clock (microseconds apart)
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _ALLOWED = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, 33}  # RECURSIVE
@@ -65,19 +76,51 @@ def _fetch(cursor: Any, limit: int) -> QueryResult:
     return QueryResult(columns, rows[:limit], len(rows) > limit)
 
 
-def _sqlite(database: str, sql: str, limit: int) -> QueryResult:
+class _Deadline:
+    """SQLite's progress handler: stops the statement once `seconds` have passed or on Ctrl-C."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.ends = time.monotonic() + seconds
+        self.expired = False
+
+    def __call__(self) -> int:
+        self.expired = time.monotonic() > self.ends
+        return int(self.expired)
+
+    def error(self, exc: sqlite3.Error | sqlite3.Warning) -> BaseException:
+        """What an error raised while this deadline watched means to the caller."""
+        if self.expired:
+            return QueryError(_too_long(self.seconds))
+        if str(exc) == "interrupted":
+            # Only the handler stops a statement, and it did not: Ctrl-C's KeyboardInterrupt
+            # was raised inside it (where Python runs during the statement), which stops it too.
+            return KeyboardInterrupt()
+        return QueryError(_explain(str(exc)))
+
+
+def _too_long(seconds: float) -> str:
+    return (
+        f"the query ran longer than {seconds:g} s and was stopped (memstore sql --timeout "
+        "SECONDS allows more)"
+    )
+
+
+def _sqlite(database: str, sql: str, limit: int, timeout: float) -> QueryResult:
     uri = f"file:{quote(str(Path(database).resolve()))}?mode=ro"
     connection = sqlite3.connect(uri, uri=True)
+    deadline = _Deadline(timeout)
     try:
         connection.set_authorizer(_only_reading)
+        connection.set_progress_handler(deadline, _PROGRESS_STEPS)
         return _fetch(connection.execute(sql), limit)
     except (sqlite3.Error, sqlite3.Warning) as exc:
-        raise QueryError(_explain(str(exc))) from exc
+        raise deadline.error(exc) from exc
     finally:
         connection.close()
 
 
-def _postgres(engine: Engine, sql: str, limit: int) -> QueryResult:
+def _postgres(engine: Engine, sql: str, limit: int, timeout: float) -> QueryResult:
     import psycopg
 
     with engine.connect() as connection:
@@ -85,6 +128,8 @@ def _postgres(engine: Engine, sql: str, limit: int) -> QueryResult:
         try:
             with driver.cursor() as cursor:
                 cursor.execute("SET TRANSACTION READ ONLY")
+                milliseconds = max(1, round(timeout * 1000))
+                cursor.execute(f"SET LOCAL statement_timeout = {milliseconds}")
                 # This first query takes the snapshot: READ WRITE is refused from now on.
                 cursor.execute(_SUPERUSER_CHECK)
                 superuser, reader_role = cursor.fetchone()
@@ -100,6 +145,10 @@ def _postgres(engine: Engine, sql: str, limit: int) -> QueryResult:
                 if cursor.fetchone()[0]:
                     raise QueryError(_WROTE)
                 return result
+        except psycopg.errors.QueryCanceled as exc:
+            if "statement timeout" in str(exc):
+                raise QueryError(_too_long(timeout)) from exc
+            raise QueryError(_explain(str(exc).strip())) from exc
         except psycopg.Error as exc:
             raise QueryError(_explain(str(exc).strip())) from exc
         finally:
@@ -128,13 +177,18 @@ def _explain(message: str) -> str:
     return message
 
 
-def run_read_only(engine: Engine, sql: str, *, limit: int = 1000) -> QueryResult:
-    """Run one statement that only reads; anything else is refused with QueryError."""
+def run_read_only(
+    engine: Engine, sql: str, *, limit: int = 1000, timeout: float = DEFAULT_QUERY_SECONDS
+) -> QueryResult:
+    """Run one statement that only reads, for at most `timeout` seconds; anything else is
+    refused with QueryError (Ctrl-C stops it and raises KeyboardInterrupt)."""
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
+        raise InvalidArgumentError(f"a query time limit is seconds > 0, not {timeout!r}")
     if not sql.isascii() and _LONE_SURROGATE.search(sql):
         raise QueryError("the statement holds a lone surrogate, which no database can take")
     if engine.dialect.name == "postgresql":
-        return _postgres(engine, sql, limit)
+        return _postgres(engine, sql, limit, timeout)
     database = engine.url.database
     if not database or not Path(database).exists():
         raise QueryError(f"no SQLite database at {database!r}")
-    return _sqlite(database, sql, limit)
+    return _sqlite(database, sql, limit, timeout)

@@ -22,7 +22,7 @@ from memstore.store.handle import HandleBase
 from memstore.store.migrate import current_revision, downgrade, upgrade
 from memstore.store.plans import UNSET, Plan, SessionInfo, Step, StoreStats, Unset, as_call
 from memstore.store.prepared import Prepared, stream_rows
-from memstore.store.readonly import QueryResult, run_read_only
+from memstore.store.readonly import DEFAULT_QUERY_SECONDS, QueryResult, run_read_only
 from memstore.store.search import SearchHit
 from memstore.store.transfer import FileProgress, ImportReport, Progress
 from memstore.types import (
@@ -438,14 +438,19 @@ class SessionStore:
         plan = search.search(self.dialect, query, session_id=session_id, limit=limit)
         return self._run(plan, write=False, action="searching")
 
-    def read_only_query(self, sql: str, *, limit: int = 1000) -> QueryResult:
-        """Run one SQL statement that only reads (the views are there for this).
+    def read_only_query(
+        self, sql: str, *, limit: int = 1000, timeout: float = DEFAULT_QUERY_SECONDS
+    ) -> QueryResult:
+        """Run one SQL statement that only reads (the views are there for this), stopped after
+        `timeout` seconds (default 5).
 
         Raises:
-            QueryError: the statement writes, is more than one statement, or fails.
+            QueryError: the statement writes, is more than one statement, fails or runs out of
+                time.
+            KeyboardInterrupt: Ctrl-C stopped it (on PostgreSQL it is cancelled on the server).
         """
         with translate_database_errors("running a query"):
-            return run_read_only(self.engine, sql, limit=limit)
+            return run_read_only(self.engine, sql, limit=limit, timeout=timeout)
 
     def session(self, session_id: str) -> SessionHandle:
         """A handle on one session: its graph, loaded now, and appends that persist at once."""
