@@ -726,6 +726,13 @@ def sql(
         float,
         typer.Option(min=0.001, help="Stop the query after this many seconds."),
     ] = 5.0,
+    read_url: Annotated[
+        str | None,
+        typer.Option(
+            envvar="MEMSTORE_READ_URL",
+            help="PostgreSQL: run the query as this login, one that can only read.",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print rows as JSON objects.")] = False,
 ) -> None:
     """Run one read-only SQL query (the views turns, blocks, tool_calls, session_stats help)."""
@@ -733,7 +740,9 @@ def sql(
 
     with open_store(ctx) as store:
         try:
-            result = store.read_only_query(statement, limit=limit, timeout=timeout)
+            result = store.read_only_query(
+                statement, limit=limit, timeout=timeout, read_url=read_url
+            )
         except KeyboardInterrupt:
             err.print("[red]error:[/red] the query was stopped (Ctrl-C)", highlight=False)
             raise typer.Exit(130) from None

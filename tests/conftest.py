@@ -57,20 +57,40 @@ def postgres_server_url() -> str:
 
 
 @pytest.fixture
-def postgres_url() -> Iterator[str]:
-    """A URL whose connections see a fresh, empty schema of their own, dropped afterwards."""
+def postgres_url(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A URL whose connections see a fresh, empty schema of their own, dropped afterwards.
+
+    `$MEMSTORE_READ_URL` names a login of its own that can only read that schema's tables (the
+    README's recipe), so that read-only queries run as it, as memstore requires."""
     server = make_url(postgres_server_url()).set(drivername="postgresql+psycopg")
     schema = f"memstore_test_{uuid.uuid4().hex[:16]}"
+    reader = f"{schema}_reader"
     admin = sqlalchemy.create_engine(server)
     with admin.begin() as connection:
-        connection.execute(sqlalchemy.text(f'CREATE SCHEMA "{schema}"'))
+        for statement in reader_recipe(schema, reader):
+            connection.execute(sqlalchemy.text(statement))
     try:
         url = server.update_query_dict({"options": f"-csearch_path={schema}"})
+        reader_url = url.set(username=reader, password=None)
+        monkeypatch.setenv("MEMSTORE_READ_URL", reader_url.render_as_string(hide_password=False))
         yield url.render_as_string(hide_password=False)
     finally:
         with admin.begin() as connection:
             connection.execute(sqlalchemy.text(f'DROP SCHEMA "{schema}" CASCADE'))
+            connection.execute(sqlalchemy.text(f'DROP OWNED BY "{reader}"'))
+            connection.execute(sqlalchemy.text(f'DROP ROLE "{reader}"'))
         admin.dispose()
+
+
+def reader_recipe(schema: str, reader: str) -> list[str]:
+    """The README's recipe for a login that can only read memstore's tables in `schema`."""
+    return [
+        f'CREATE SCHEMA "{schema}"',
+        f'CREATE ROLE "{reader}" LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION',
+        f'GRANT USAGE ON SCHEMA "{schema}" TO "{reader}"',
+        f'GRANT SELECT ON ALL TABLES IN SCHEMA "{schema}" TO "{reader}"',
+        f'ALTER DEFAULT PRIVILEGES IN SCHEMA "{schema}" GRANT SELECT ON TABLES TO "{reader}"',
+    ]
 
 
 @pytest.fixture

@@ -13,8 +13,12 @@ Tests marked xfail(strict=True) expose bugs found while writing this file (see R
 
 from __future__ import annotations
 
+import getpass
 import itertools
+import os
 import re
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +27,7 @@ import pytest
 import sqlalchemy
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+from sqlalchemy import make_url
 from typer.testing import CliRunner
 
 from memstore import (
@@ -651,16 +656,86 @@ def test_read_only_query_refuses_odd_statements_with_a_query_error(
         opened.read_only_query(sql)
 
 
-def test_read_only_query_writes_no_file_on_the_server_even_as_a_superuser(
-    postgres_url: str, tmp_path: Path
-) -> None:
-    """A READ ONLY transaction still lets a superuser COPY to a server file; memstore sql runs
-    a superuser's query as pg_read_all_data. (CI's server is local, so the file would show.)"""
+def test_read_only_query_writes_no_file_on_the_server(postgres_url: str, tmp_path: Path) -> None:
+    """A READ ONLY transaction still lets a privileged login COPY to a server file; memstore sql
+    runs over a login that cannot. (CI's server is local, so the file would show.)"""
     with SessionStore(postgres_url) as opened:
-        superuser = opened.read_only_query("SELECT current_setting('is_superuser')").rows
         target = tmp_path / "copied.txt"
         with pytest.raises(QueryError, match="pg_write_server_files"):
             opened.read_only_query(f"COPY (SELECT 'x') TO '{target}'")
         assert not target.exists()
         assert opened.read_only_query("SELECT count(*) FROM turns").rows == [(0,)]
-    assert superuser == [("off",)]  # the query itself ran as the reading role
+        assert opened.read_only_query("SELECT current_setting('is_superuser')").rows == [("off",)]
+
+
+ATTACKS = {
+    # name: (the reported attack, what PostgreSQL says to the reading login)
+    "role-switch-then-read-a-server-file": (
+        "WITH a AS MATERIALIZED (SELECT set_config('role','{owner}',true) r) "
+        "SELECT r, query_to_xml('select pg_read_file(''postgresql.conf'')',true,false,'') FROM a",
+        "permission denied",
+    ),
+    "read-a-server-file": ("SELECT pg_read_file('postgresql.conf')", "permission denied"),
+    "write-a-server-file": ("SELECT lo_export(0, '/tmp/memstore-attack')", "permission denied"),
+    "terminate-a-backend": (
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid <> pg_backend_pid()",
+        "permission denied|must be a member|must be a superuser",
+    ),
+    "create-a-replication-slot": (
+        "SELECT pg_create_logical_replication_slot('memstore_attack', 'test_decoding')",
+        "permission denied|must be superuser or replication|read-only",
+    ),
+    "read-password-hashes": ("SELECT rolpassword FROM pg_authid", "permission denied"),
+}
+
+
+@pytest.mark.parametrize(("attack", "refusal"), ATTACKS.values(), ids=ATTACKS.keys())
+def test_the_reported_attacks_fail_over_the_reading_login(
+    postgres_url: str, attack: str, refusal: str
+) -> None:
+    with SessionStore(postgres_url) as opened:
+        owner = opened.engine.url.username or getpass.getuser()
+        with pytest.raises(QueryError, match=refusal):
+            opened.read_only_query(attack.format(owner=owner))
+        with opened.engine.connect() as connection:
+            slots = connection.exec_driver_sql(
+                "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'memstore_attack'"
+            )
+            assert slots.scalar_one() == 0
+        assert opened.read_only_query("SELECT count(*) FROM sessions").rows == [(0,)]
+
+
+PRIVILEGES = {
+    "superuser": "",
+    "pg_read_server_files": "GRANT pg_read_server_files TO {role}",
+    "pg_write_server_files": "GRANT pg_write_server_files TO {role}",
+    "pg_execute_server_program": "GRANT pg_execute_server_program TO {role}",
+    "pg_signal_backend": "GRANT pg_signal_backend TO {role}",
+    "pg_read_all_data": "GRANT pg_read_all_data TO {role}",
+    "replication": "ALTER ROLE {role} REPLICATION",
+    "createrole": "ALTER ROLE {role} CREATEROLE",
+}
+
+
+@pytest.mark.parametrize(("privilege", "grant"), PRIVILEGES.items(), ids=PRIVILEGES.keys())
+def test_a_privileged_login_is_refused_in_one_line_before_the_query_runs(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch, privilege: str, grant: str
+) -> None:
+    if grant:  # the reading login, given one right too many
+        reader = make_url(os.environ["MEMSTORE_READ_URL"]).username
+        with SessionStore(postgres_url) as opened, opened.engine.begin() as connection:
+            connection.exec_driver_sql(grant.format(role=f'"{reader}"'))
+    else:  # no reading login: the store's own, a superuser on the test server
+        monkeypatch.delenv("MEMSTORE_READ_URL")
+    done = subprocess.run(
+        [sys.executable, "-m", "memstore", "--db", postgres_url, "sql", "SELECT 1"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 1
+    assert done.stdout == ""
+    line = done.stderr.replace("\n", " ").strip()
+    assert line.startswith("error: memstore sql does not run as PostgreSQL login"), line
+    assert privilege in line
+    assert "--read-url" in line
+    assert len(done.stderr.strip().splitlines()) <= 3  # one line, however the terminal wraps it

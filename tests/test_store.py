@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import time
 from pathlib import Path
 from typing import Any
 
@@ -327,3 +328,39 @@ def test_an_unreachable_database_is_a_clear_error() -> None:
     with pytest.raises(DatabaseError, match="opening the store failed") as info:
         SessionStore("postgresql://127.0.0.1:1/nothing")
     assert "127.0.0.1" in str(info.value)
+
+
+@pytest.mark.parametrize("flavour", ["sync", "async"])
+def test_a_postgresql_server_that_does_not_answer_is_an_error_after_the_connect_timeout(
+    monkeypatch: pytest.MonkeyPatch, flavour: str
+) -> None:
+    """A socket that accepts connections but never speaks: the store gives up, with one error."""
+    import asyncio
+    import socket
+
+    import memstore.store.engine
+    from memstore.errors import StoreError
+
+    monkeypatch.setattr(memstore.store.engine, "CONNECT_TIMEOUT_SECONDS", 1)
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        url = f"postgresql://127.0.0.1:{silent.getsockname()[1]}/none"
+        started = time.monotonic()
+        with pytest.raises(StoreError):
+            _list_sync(url) if flavour == "sync" else asyncio.run(_list_async(url))
+        assert time.monotonic() - started < 30  # not for ever
+
+
+def _list_sync(url: str) -> None:
+    SessionStore(url).list_sessions()
+
+
+async def _list_async(url: str) -> None:
+    from memstore import AsyncSessionStore
+
+    store = AsyncSessionStore(url)
+    try:
+        await store.list_sessions()
+    finally:
+        await store.close()

@@ -28,6 +28,7 @@ from memstore.store.engine import (
     create_store_engine,
     driver_installed,
     parse_url,
+    postgresql_connect_timeout,
     refuse_memory_sqlite,
 )
 from memstore.store.errors import translate_database_errors
@@ -64,6 +65,7 @@ def create_async_store_engine(url: str | URL = DEFAULT_URL, **kwargs: Any) -> As
     if sqlite:
         refuse_memory_sqlite(parsed)
         kwargs.setdefault("connect_args", {}).setdefault("timeout", BUSY_TIMEOUT_SECONDS)
+    postgresql_connect_timeout(parsed, kwargs)
     with driver_installed(parsed):
         engine = create_async_engine(parsed, **kwargs)
     if sqlite:
@@ -411,7 +413,12 @@ class AsyncSessionStore:
         return await self._run(plan, write=False, action="searching")
 
     async def read_only_query(
-        self, sql: str, *, limit: int = 1000, timeout: float = DEFAULT_QUERY_SECONDS
+        self,
+        sql: str,
+        *,
+        limit: int = 1000,
+        timeout: float = DEFAULT_QUERY_SECONDS,
+        read_url: str | None = None,
     ) -> QueryResult:
         """See `SessionStore.read_only_query`."""
         # The read-only machinery speaks the sync drivers' APIs: run it on a sync engine of

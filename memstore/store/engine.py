@@ -36,6 +36,9 @@ __all__ = [
 ]
 
 BUSY_TIMEOUT_SECONDS = 60.0
+CONNECT_TIMEOUT_SECONDS = 10
+"""How long connecting to PostgreSQL may take (a server that does not answer) unless the URL
+says otherwise (`?connect_timeout=N`)."""
 WRITE = "memstore_write"
 """Execution option that makes a SQLite transaction take the write lock when it begins."""
 
@@ -89,6 +92,13 @@ def configure_postgresql(engine: Engine) -> None:
         dbapi_connection.commit()  # a rollback would undo the SET
 
 
+def postgresql_connect_timeout(url: URL, kwargs: dict[str, Any]) -> None:
+    """Give PostgreSQL connections a connect timeout, so an unanswering server is an error."""
+    if url.get_backend_name() == "postgresql" and "connect_timeout" not in url.query:
+        connect_args = kwargs.setdefault("connect_args", {})
+        connect_args.setdefault("connect_timeout", CONNECT_TIMEOUT_SECONDS)
+
+
 def refuse_memory_sqlite(url: URL) -> None:
     """Each connection to `sqlite://` would see its own empty database: refuse it."""
     if url.database in (None, "", ":memory:"):
@@ -113,6 +123,7 @@ def create_store_engine(url: str | URL = DEFAULT_URL, **kwargs: Any) -> Engine:
     if parsed.get_backend_name() == "sqlite":
         kwargs.setdefault("connect_args", {}).setdefault("timeout", BUSY_TIMEOUT_SECONDS)
         refuse_memory_sqlite(parsed)
+    postgresql_connect_timeout(parsed, kwargs)
     with driver_installed(parsed):
         engine = sa_create_engine(parsed, **kwargs)
     if parsed.get_backend_name() == "sqlite":

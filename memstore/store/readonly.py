@@ -5,9 +5,14 @@ reading (no ATTACH, no writes, and of the PRAGMAs only those that describe the s
 `table_info`); the driver refuses more than one statement.
 PostgreSQL: a READ ONLY transaction that has already taken its snapshot (so it cannot be made
 READ WRITE), a prepared statement (so only one statement), a check that the statement took no
-transaction id (which every write takes), and a rollback whatever happens. A
-superuser's query runs as the predefined role `pg_read_all_data`: a read-only transaction still
-lets a superuser write files on the server (`COPY ... TO '/path'`, `lo_export`).
+transaction id (which every write takes), and a rollback whatever happens. A role switch made
+inside SQL can be undone by the query itself (`set_config('role', ...)`), so the query runs over
+a login that holds only the rights it needs: `read_url` (or `$MEMSTORE_READ_URL`) names one,
+else the store's own login is used. Either is refused, before the query runs, if it is (or can
+become) a superuser or holds rights a read-only transaction does not stop: server files
+(`pg_read_server_files`, `pg_write_server_files`, `pg_execute_server_program`), reading or
+writing everything (`pg_read_all_data`, `pg_write_all_data`), signalling backends
+(`pg_signal_backend`), replication, CREATEROLE or BYPASSRLS.
 
 No query runs for ever: each has a time limit (`timeout` seconds, default
 DEFAULT_QUERY_SECONDS). SQLite: a progress handler stops the statement once the time is up, and
@@ -19,6 +24,7 @@ client is killed; Ctrl-C cancels it on the server (psycopg sends the cancel requ
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import sqlite3
 import time
@@ -31,7 +37,16 @@ from sqlalchemy import Engine
 
 from memstore.errors import InvalidArgumentError, QueryError
 
-__all__ = ["DEFAULT_QUERY_SECONDS", "QueryResult", "run_read_only"]
+__all__ = [
+    "DEFAULT_QUERY_SECONDS",
+    "PRIVILEGED_ROLES",
+    "READ_URL_VARIABLE",
+    "QueryResult",
+    "run_read_only",
+]
+
+READ_URL_VARIABLE = "MEMSTORE_READ_URL"
+"""The environment variable naming the PostgreSQL login read-only queries run as."""
 
 DEFAULT_QUERY_SECONDS = 5.0
 """How long a read-only query may run unless the caller says otherwise."""
@@ -131,12 +146,8 @@ def _postgres(engine: Engine, sql: str, limit: int, timeout: float) -> QueryResu
                 milliseconds = max(1, round(timeout * 1000))
                 cursor.execute(f"SET LOCAL statement_timeout = {milliseconds}")
                 # This first query takes the snapshot: READ WRITE is refused from now on.
-                cursor.execute(_SUPERUSER_CHECK)
-                superuser, reader_role = cursor.fetchone()
-                if superuser:
-                    if not reader_role:
-                        raise QueryError(_NO_READER_ROLE)
-                    cursor.execute("SET LOCAL ROLE pg_read_all_data")
+                cursor.execute(_ROLES_OF_THE_LOGIN)
+                _refuse_privileged(cursor.fetchall())
                 cursor.execute(sql, prepare=True)  # a prepared statement holds one statement
                 result = _fetch(cursor, limit)
                 # Any write takes a transaction id; PostgreSQL lets some through a READ ONLY
@@ -157,17 +168,47 @@ def _postgres(engine: Engine, sql: str, limit: int, timeout: float) -> QueryResu
             connection.invalidate()  # never hand this connection back to the pool
 
 
-_SUPERUSER_CHECK = """
-    SELECT current_setting('is_superuser') = 'on',
-           EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'pg_read_all_data')
+_ROLES_OF_THE_LOGIN = """
+    SELECT session_user, rolname, rolsuper, rolreplication, rolcreaterole, rolbypassrls
+    FROM pg_roles WHERE pg_has_role(session_user, oid, 'MEMBER')
+    ORDER BY rolname = session_user DESC, rolname
 """
+PRIVILEGED_ROLES = frozenset(
+    {
+        "pg_execute_server_program",
+        "pg_read_all_data",
+        "pg_read_server_files",
+        "pg_signal_backend",
+        "pg_write_all_data",
+        "pg_write_server_files",
+    }
+)
+"""Predefined PostgreSQL roles whose rights a read-only transaction does not stop."""
+_ATTRIBUTES = ("superuser", "replication", "createrole", "bypassrls")
+
+
+def _refuse_privileged(rows: list[tuple[Any, ...]]) -> None:
+    """Refuse a login that is, or is a member of, a role with more rights than reading needs."""
+    reasons: list[str] = []
+    for _, role, *attributes in rows:
+        reasons += [
+            f"{role} has {name}" for name, on in zip(_ATTRIBUTES, attributes, strict=True) if on
+        ]
+        if role in PRIVILEGED_ROLES:
+            reasons.append(f"member of {role}")
+    if reasons:
+        login = rows[0][0]
+        shown = ", ".join(reasons[:3]) + (", ..." if len(reasons) > 3 else "")
+        raise QueryError(
+            f"memstore sql does not run as PostgreSQL login {login!r} ({shown}): pass "
+            "--read-url (or set MEMSTORE_READ_URL) naming a login that can only read memstore's "
+            "tables (README: 'A login for memstore sql')"
+        )
+
+
 _WROTE = (
     "the statement wrote to the database (undone: memstore sql only reads, it cannot change the "
     "database)"
-)
-_NO_READER_ROLE = (
-    "memstore sql does not run queries as a PostgreSQL superuser on a server without the "
-    "pg_read_all_data role (PostgreSQL 14 and later have it): connect as an ordinary role"
 )
 
 
@@ -178,16 +219,33 @@ def _explain(message: str) -> str:
 
 
 def run_read_only(
-    engine: Engine, sql: str, *, limit: int = 1000, timeout: float = DEFAULT_QUERY_SECONDS
+    engine: Engine,
+    sql: str,
+    *,
+    limit: int = 1000,
+    timeout: float = DEFAULT_QUERY_SECONDS,
+    read_url: str | None = None,
 ) -> QueryResult:
     """Run one statement that only reads, for at most `timeout` seconds; anything else is
-    refused with QueryError (Ctrl-C stops it and raises KeyboardInterrupt)."""
+    refused with QueryError (Ctrl-C stops it and raises KeyboardInterrupt). On PostgreSQL it
+    runs over `read_url` (default `$MEMSTORE_READ_URL`, else `engine`'s own login)."""
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
         raise InvalidArgumentError(f"a query time limit is seconds > 0, not {timeout!r}")
     if not sql.isascii() and _LONE_SURROGATE.search(sql):
         raise QueryError("the statement holds a lone surrogate, which no database can take")
     if engine.dialect.name == "postgresql":
-        return _postgres(engine, sql, limit, timeout)
+        read_url = read_url or os.environ.get(READ_URL_VARIABLE) or None
+        if read_url is None:
+            return _postgres(engine, sql, limit, timeout)
+        from sqlalchemy.pool import NullPool
+
+        from memstore.store.engine import create_store_engine
+
+        reader = create_store_engine(read_url, poolclass=NullPool)
+        try:
+            return _postgres(reader, sql, limit, timeout)
+        finally:
+            reader.dispose()
     database = engine.url.database
     if not database or not Path(database).exists():
         raise QueryError(f"no SQLite database at {database!r}")

@@ -439,18 +439,24 @@ class SessionStore:
         return self._run(plan, write=False, action="searching")
 
     def read_only_query(
-        self, sql: str, *, limit: int = 1000, timeout: float = DEFAULT_QUERY_SECONDS
+        self,
+        sql: str,
+        *,
+        limit: int = 1000,
+        timeout: float = DEFAULT_QUERY_SECONDS,
+        read_url: str | None = None,
     ) -> QueryResult:
         """Run one SQL statement that only reads (the views are there for this), stopped after
-        `timeout` seconds (default 5).
+        `timeout` seconds (default 5). On PostgreSQL it runs over the login `read_url` names
+        (default `$MEMSTORE_READ_URL`, else the store's own).
 
         Raises:
             QueryError: the statement writes, is more than one statement, fails or runs out of
-                time.
+                time; or the PostgreSQL login is privileged (a superuser, server files, ...).
             KeyboardInterrupt: Ctrl-C stopped it (on PostgreSQL it is cancelled on the server).
         """
         with translate_database_errors("running a query"):
-            return run_read_only(self.engine, sql, limit=limit, timeout=timeout)
+            return run_read_only(self.engine, sql, limit=limit, timeout=timeout, read_url=read_url)
 
     def session(self, session_id: str) -> SessionHandle:
         """A handle on one session: its graph, loaded now, and appends that persist at once."""
