@@ -364,3 +364,27 @@ async def _list_async(url: str) -> None:
         await store.list_sessions()
     finally:
         await store.close()
+
+
+def test_an_append_behind_a_held_lock_fails_after_the_lock_timeout_with_a_clear_error(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import memstore.store.engine
+    from memstore.errors import DatabaseError
+
+    monkeypatch.setattr(memstore.store.engine, "LOCK_TIMEOUT_SECONDS", 0.5)
+    node = SessionGraph("s").append({"role": "user", "blocks": []})
+    with SessionStore(postgres_url) as store:
+        holder = sqlalchemy.create_engine(store.engine.url)
+        try:
+            with holder.begin() as connection:  # a long transaction holding the table
+                connection.exec_driver_sql("LOCK TABLE sessions IN ACCESS EXCLUSIVE MODE")
+                started = time.monotonic()
+                held = r"lock timeout \(another connection held a lock"
+                with pytest.raises(DatabaseError, match=held):
+                    store.append_node("s", node)
+                assert time.monotonic() - started < 30
+        finally:
+            holder.dispose()
+        store.append_node("s", node)  # once the lock is gone, appends go through
+        assert store.head("s") == node.id

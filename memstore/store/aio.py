@@ -24,6 +24,7 @@ from memstore.store.engine import (
     DEFAULT_URL,
     WRITE,
     configure_postgresql,
+    configure_postgresql_lock_timeout,
     configure_sqlite,
     create_store_engine,
     driver_installed,
@@ -72,6 +73,7 @@ def create_async_store_engine(url: str | URL = DEFAULT_URL, **kwargs: Any) -> As
         configure_sqlite(engine.sync_engine)
     else:
         configure_postgresql(engine.sync_engine)
+        configure_postgresql_lock_timeout(engine.sync_engine)
     return engine
 
 

@@ -37,6 +37,9 @@ __all__ = [
 
 BUSY_TIMEOUT_SECONDS = 60.0
 CONNECT_TIMEOUT_SECONDS = 10
+LOCK_TIMEOUT_SECONDS = 60.0
+"""How long a PostgreSQL statement waits for a lock (behind a long query, say) before failing,
+as SQLite's writers wait BUSY_TIMEOUT_SECONDS. Migrations wait as long as they need."""
 """How long connecting to PostgreSQL may take (a server that does not answer) unless the URL
 says otherwise (`?connect_timeout=N`)."""
 WRITE = "memstore_write"
@@ -92,6 +95,17 @@ def configure_postgresql(engine: Engine) -> None:
         dbapi_connection.commit()  # a rollback would undo the SET
 
 
+def configure_postgresql_lock_timeout(engine: Engine) -> None:
+    """Make a statement that waits LOCK_TIMEOUT_SECONDS for a lock fail instead of hanging."""
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        cursor = dbapi_connection.cursor()
+        cursor.execute(f"SET lock_timeout = {max(1, round(LOCK_TIMEOUT_SECONDS * 1000))}")
+        cursor.close()
+        dbapi_connection.commit()  # a rollback would undo the SET
+
+
 def postgresql_connect_timeout(url: URL, kwargs: dict[str, Any]) -> None:
     """Give PostgreSQL connections a connect timeout, so an unanswering server is an error."""
     if url.get_backend_name() == "postgresql" and "connect_timeout" not in url.query:
@@ -130,4 +144,5 @@ def create_store_engine(url: str | URL = DEFAULT_URL, **kwargs: Any) -> Engine:
         configure_sqlite(engine)
     else:
         configure_postgresql(engine)
+        configure_postgresql_lock_timeout(engine)
     return engine

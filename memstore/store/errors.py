@@ -19,10 +19,20 @@ def translate_database_errors(action: str) -> Iterator[None]:
     try:
         yield
     except DBAPIError as exc:
-        raise DatabaseError(f"{action} failed: {str(exc.orig).strip()}") from exc
+        raise DatabaseError(f"{action} failed: {_explained(str(exc.orig).strip())}") from exc
     except SQLAlchemyError as exc:
         raise DatabaseError(f"{action} failed: {exc}") from exc
     except Exception as exc:
         if not is_driver_error(exc):  # a prepared statement's error, straight from the driver
             raise
-        raise DatabaseError(f"{action} failed: {str(exc).strip()}") from exc
+        raise DatabaseError(f"{action} failed: {_explained(str(exc).strip())}") from exc
+
+
+def _explained(message: str) -> str:
+    """A driver's message, with what a lock wait that ran out means and what to do."""
+    if "lock timeout" in message or message == "database is locked":
+        return (
+            f"{message.splitlines()[0]} (another connection held a lock this needs for too "
+            "long: a long query, an import or a migration; try again when it is done)"
+        )
+    return message

@@ -12,7 +12,7 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, Engine, func, select
+from sqlalchemy import Connection, Engine, func, select, text
 from sqlalchemy.exc import DBAPIError
 
 from memstore.errors import MigrationError
@@ -84,6 +84,7 @@ def migrate_in(connection: Connection, revision: str = "head", *, upgrading: boo
     """Migrate inside `connection`'s transaction, holding a lock so that concurrent openers take
     turns (PostgreSQL: an advisory lock; SQLite: the BEGIN IMMEDIATE write lock it holds)."""
     if connection.dialect.name == "postgresql":
+        connection.execute(text("SET LOCAL lock_timeout = 0"))  # a migration waits its turn
         connection.execute(select(func.pg_advisory_xact_lock(_ADVISORY_LOCK_KEY)))
     if upgrading and revision == "head" and is_current(connection):
         return  # another process finished the migration while we waited for the lock
