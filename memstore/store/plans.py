@@ -42,6 +42,7 @@ from memstore.errors import (
     UnknownSessionError,
 )
 from memstore.graph import SessionGraph
+from memstore.hashing import hash_node
 from memstore.store.bulk import paused_gc
 from memstore.store.prepared import Params, Prepared
 from memstore.store.rows import stored_rows
@@ -56,7 +57,14 @@ from memstore.store.tables import (
     session_tags,
     sessions,
 )
-from memstore.types import SessionNode, Turn, is_storable_text, validate_session_id
+from memstore.types import (
+    SessionNode,
+    Turn,
+    TurnLike,
+    is_storable_text,
+    parse_turn,
+    validate_session_id,
+)
 
 __all__ = [
     "NATIVE_AGENT",
@@ -331,6 +339,124 @@ def append_node(
     record = {"session_id": session_id, "kind": "append", "node_id": node.id, "raw": None}
     yield INSERT_RECORDS, record
     yield _MOVE_HEAD, {"session_id": session_id, "new_head": node.id, "now": now}
+
+
+def chain_nodes(parent: str | None, turns: Sequence[Turn], created_at: int) -> list[SessionNode]:
+    """`turns` as a chain of content-addressed nodes under `parent`, all made at `created_at`."""
+    chain: list[SessionNode] = []
+    for turn in turns:
+        node_id = hash_node(parent, turn, created_at)
+        chain.append(SessionNode._stored(node_id, parent, turn, created_at))
+        parent = node_id
+    return chain
+
+
+def append_turns(
+    dialect: str,
+    session_id: str,
+    turns: Iterable[TurnLike],
+    expected_head: str | Unset | None = UNSET,
+    created_at: int | None = None,
+) -> Plan[list[SessionNode]]:
+    """Chain `turns` onto the head as it is inside this transaction and move the head to the
+    last, writing one `append` record per turn (what appending them one by one writes).
+
+    The first statement locks the session row against other writers (SQLite's BEGIN IMMEDIATE
+    has taken the database's write lock already), so concurrent calls queue up and each one's
+    chain hangs from the last one's: one linear chain, no retry. A repeat (see
+    `SessionStore.append_many`) writes nothing and returns the nodes stored the first time.
+    """
+    validate_session_id(session_id)
+    if isinstance(turns, str | bytes | Mapping | Turn):
+        raise InvalidArgumentError("append_many takes a list of turns, not one turn")
+    parsed = [parse_turn(turn) for turn in turns]
+    if created_at is not None and type(created_at) is not int:
+        raise InvalidArgumentError(f"created_at is epoch milliseconds (an int), not {created_at!r}")
+    if isinstance(expected_head, str) and (problem := node_id_problem(expected_head)):
+        shown = expected_head[:40]
+        raise InvalidNodeIdError(f"session {session_id!r}: node id {shown!r} {problem}")
+    return _append_turns(dialect, session_id, parsed, expected_head, created_at)
+
+
+def _append_turns(
+    dialect: str,
+    session_id: str,
+    turns: Sequence[Turn],
+    expected_head: str | Unset | None,
+    created_at: int | None,
+) -> Plan[list[SessionNode]]:
+    if not turns:
+        return []
+    now = now_ms()
+    head = yield from ensure_session(dialect, session_id, now)
+    stamp = now if created_at is None else created_at
+    if not isinstance(expected_head, Unset) and head != expected_head:
+        landed = chain_nodes(expected_head, turns, stamp)
+        if created_at is not None and (yield from _holds_chain(dialect, session_id, landed)):
+            return landed
+        raise HeadMovedError(session_id, expected_head, head)
+    chain = chain_nodes(head, turns, stamp)
+    yield from _store_chain(dialect, session_id, chain, now)
+    return chain
+
+
+def _stored_node_rows(
+    dialect: str, session_id: str, node_ids: Sequence[str]
+) -> Plan[dict[str, tuple[Any, ...]]]:
+    """The session's nodes among `node_ids`: id -> (parent_id, created_at, turn_json)."""
+    if len(node_ids) <= 2:  # the append path's prepared statement: two lookups by key
+        wanted = [*node_ids, None][:2]
+        lookup = {"session_id": session_id, "node_id": wanted[0], "parent_id": wanted[1]}
+        rows = yield _NODE_AND_PARENT, lookup
+        return {row[0]: tuple(row[1:]) for row in rows}
+    found = stored_ids(dialect, session_id, node_ids).subquery()
+    query = select(nodes.c.id, nodes.c.parent_id, nodes.c.created_at, nodes.c.turn_json).where(
+        nodes.c.session_id == session_id, nodes.c.id.in_(select(found.c.id))
+    )
+    return {row[0]: tuple(row[1:]) for row in (yield query)}
+
+
+def _refuse_other_content(session_id: str, node: SessionNode, stored: tuple[Any, ...]) -> None:
+    """Raise NodeConflictError if the stored row of `node`'s id holds other content."""
+    if stored != (node.parent, node.created_at, node.turn.json_text()):
+        raise NodeConflictError(
+            f"session {session_id!r} already holds node {node.id!r} with different content"
+        )
+
+
+def _holds_chain(dialect: str, session_id: str, chain: Sequence[SessionNode]) -> Plan[bool]:
+    """Whether the session holds every node of `chain` already (the batch landed before)."""
+    found = yield from _stored_node_rows(dialect, session_id, [node.id for node in chain])
+    for node in chain:
+        if node.id not in found:
+            return False
+        _refuse_other_content(session_id, node, found[node.id])
+    return True
+
+
+def _store_chain(
+    dialect: str, session_id: str, chain: Sequence[SessionNode], now: int
+) -> Plan[None]:
+    """Insert the chain's new nodes, log one append per node and move the head to the last."""
+    parent = chain[0].parent
+    wanted = [node.id for node in chain] + ([parent] if parent is not None else [])
+    found = yield from _stored_node_rows(dialect, session_id, wanted)
+    if parent is not None and parent not in found:
+        raise UnknownNodeError(session_id, parent)
+    new: list[SessionNode] = []
+    for node in chain:
+        if node.id in found:
+            _refuse_other_content(session_id, node, found[node.id])
+        else:
+            new.append(node)
+    if new:
+        yield from insert_nodes(dialect, session_id, new)
+    logged = [
+        {"session_id": session_id, "kind": "append", "node_id": node.id, "raw": None}
+        for node in chain
+    ]
+    yield INSERT_RECORDS, logged[0] if len(logged) == 1 else logged
+    yield _MOVE_HEAD, {"session_id": session_id, "new_head": chain[-1].id, "now": now}
 
 
 def insert_nodes(dialect: str, session_id: str, new_nodes: Sequence[SessionNode]) -> Plan[None]:
