@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memstore import InvalidTurnError, SessionNode, Turn
-from memstore.errors import HeadMovedError, NodeConflictError
+from memstore.errors import HeadMovedError, NodeConflictError, UnknownNodeError
 from memstore.hashing import hash_node
 from memstore.store import SessionStore, create_store_engine
 
@@ -167,6 +167,24 @@ def test_a_forked_append_through_a_handle_hangs_from_the_chosen_node(store: Sess
     assert store.head("s") == fork.id
     after = handle.append(say("c"))  # the fork is done: back to appending at the head
     assert after.parent == fork.id
+    handle.branch_from(first.id)
+    second_fork = handle.append_many([say("d"), say("e")])
+    assert [node.parent for node in second_fork] == [first.id, second_fork[0].id]
+    assert handle.head == store.head("s") == second_fork[-1].id
+
+
+def test_append_many_with_a_parent_forks_or_writes_nothing(
+    store: SessionStore, database_url: str
+) -> None:
+    root = store.append("s", say("q"))
+    store.append("s", say("a"))
+    fork = store.append_many("s", [say("b"), say("c")], parent=root.id)
+    assert fork[0].parent == root.id
+    assert store.head("s") == fork[-1].id
+    before = table_counts(database_url)
+    with pytest.raises(UnknownNodeError):
+        store.append_many("s", [say("x"), say("y"), say("z")], parent="no-such-node")
+    assert table_counts(database_url) == before
 
 
 # --- sharing one store ------------------------------------------------------------------------

@@ -103,7 +103,10 @@ async def drive(plan: Plan[T], connection: AsyncConnection) -> T:
 
 class AsyncSessionStore:
     """The async twin of SessionStore: the same methods, awaited. Call `await store.open()`
-    (or use `async with`) before the first operation when `auto_migrate` is on."""
+    (or use `async with`) before the first operation when `auto_migrate` is on.
+
+    One store may be shared by every task of its event loop (not by several loops or threads).
+    """
 
     def __init__(
         self,
@@ -195,10 +198,11 @@ class AsyncSessionStore:
         *,
         expected_head: str | Unset | None = UNSET,
         created_at: int | None = None,
+        parent: str | Unset = UNSET,
     ) -> SessionNode:
         """See `SessionStore.append`."""
         (node,) = await self.append_many(
-            session_id, [turn], expected_head=expected_head, created_at=created_at
+            session_id, [turn], expected_head=expected_head, created_at=created_at, parent=parent
         )
         return node
 
@@ -209,9 +213,12 @@ class AsyncSessionStore:
         *,
         expected_head: str | Unset | None = UNSET,
         created_at: int | None = None,
+        parent: str | Unset = UNSET,
     ) -> list[SessionNode]:
         """See `SessionStore.append_many`."""
-        plan = plans.append_turns(self.dialect, session_id, turns, expected_head, created_at)
+        plan = plans.append_turns(
+            self.dialect, session_id, turns, expected_head, created_at, parent
+        )
         return await self._run(plan, write=True, action=f"appending to session {session_id!r}")
 
     async def load_session(self, session_id: str) -> SessionGraph:
@@ -460,22 +467,17 @@ class AsyncSessionHandle(HandleBase):
         self, turn: TurnLike, *, expected_head: str | Unset | None = UNSET
     ) -> SessionNode:
         """See `SessionHandle.append`."""
-        fork = self._fork_node(turn)
-        if fork is None:
-            node = await self.store.append(self.session_id, turn, expected_head=expected_head)
-        else:
-            await self.store.append_node(self.session_id, fork, expected_head=expected_head)
-            node = fork
-        return self._moved_to(node)
+        (node,) = await self.append_many([turn], expected_head=expected_head)
+        return node
 
     async def append_many(
         self, turns: Iterable[TurnLike], *, expected_head: str | Unset | None = UNSET
     ) -> list[SessionNode]:
         """See `SessionHandle.append_many`."""
-        nodes = await self.store.append_many(self.session_id, turns, expected_head=expected_head)
-        if nodes:
-            self._moved_to(nodes[-1])
-        return nodes
+        nodes = await self.store.append_many(
+            self.session_id, turns, expected_head=expected_head, parent=self._fork_parent()
+        )
+        return self._moved_to(nodes)
 
     async def refresh(self) -> str | None:
         """See `SessionHandle.refresh`."""

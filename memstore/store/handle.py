@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from memstore.graph import system_clock
-from memstore.hashing import hash_node
-from memstore.types import SessionNode, TurnLike, parse_turn
+from memstore.store.plans import UNSET, Unset
+from memstore.types import SessionNode
 
 __all__ = ["HandleBase"]
 
@@ -41,20 +40,16 @@ class HandleBase:
         self.head = node_id
         self._forking = True
 
-    def _fork_node(self, turn: TurnLike) -> SessionNode | None:
-        """The node of the next append if it forks (`branch_from`), else None."""
-        if not self._forking:
-            return None
-        parsed = parse_turn(turn)
-        created_at = system_clock()
-        node_id = hash_node(self.head, parsed, created_at)
-        return SessionNode(id=node_id, parent=self.head, turn=parsed, created_at=created_at)
+    def _fork_parent(self) -> str | Unset:
+        """The parent of the next append's chain: `branch_from`'s node, or UNSET (the head)."""
+        return self.head if self._forking and self.head is not None else UNSET
 
-    def _moved_to(self, node: SessionNode) -> SessionNode:
-        """Record that the store's head is `node` after this handle's append."""
-        self.head = node.id
-        self._forking = False
-        return node
+    def _moved_to(self, nodes: list[SessionNode]) -> list[SessionNode]:
+        """Record that the store's head is the last of `nodes` after this handle's append."""
+        if nodes:
+            self.head = nodes[-1].id
+            self._forking = False
+        return nodes
 
     def _seen(self, head: str | None) -> str | None:
         """Record the head a refresh read."""

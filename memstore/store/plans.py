@@ -289,25 +289,32 @@ def node_rows(session_id: str, node_ids: Iterable[str]) -> Step:
 
 
 def stored_ids(dialect: str, session_id: str, node_ids: Sequence[str]) -> Select[Any]:
-    """The ids among `node_ids` that the session holds.
+    """The ids among `node_ids` that the session holds (see `lookup_by_ids`)."""
+    return lookup_by_ids(dialect, session_id, node_ids, (nodes.c.id,))
+
+
+def lookup_by_ids(
+    dialect: str, session_id: str, node_ids: Sequence[str], columns: Sequence[Any]
+) -> Select[Any]:
+    """`columns` of the session's nodes whose ids are among `node_ids`.
 
     On PostgreSQL each id is looked up by itself (a LATERAL subquery with LIMIT 1, per id): as
     `id IN (...)`, the planner may read the whole session instead, when it thinks it small.
     """
     if dialect != "postgresql":
-        return select(nodes.c.id).where(nodes.c.session_id == session_id, nodes.c.id.in_(node_ids))
+        return select(*columns).where(nodes.c.session_id == session_id, nodes.c.id.in_(node_ids))
     given = (
         func.unnest(literal(list(node_ids), postgresql.ARRAY(Id)))
         .table_valued("id")
         .render_derived("given")
     )
     found = (
-        select(nodes.c.id)
+        select(*columns)
         .where(nodes.c.session_id == session_id, nodes.c.id == given.c.id)
         .limit(1)
         .lateral("found")
     )
-    return select(found.c.id).select_from(given).join(found, true())
+    return select(*found.c).select_from(given).join(found, true())
 
 
 def append_node(
@@ -357,9 +364,11 @@ def append_turns(
     turns: Iterable[TurnLike],
     expected_head: str | Unset | None = UNSET,
     created_at: int | None = None,
+    parent: str | Unset = UNSET,
 ) -> Plan[list[SessionNode]]:
-    """Chain `turns` onto the head as it is inside this transaction and move the head to the
-    last, writing one `append` record per turn (what appending them one by one writes).
+    """Chain `turns` onto the head as it is inside this transaction (or onto `parent`: a fork)
+    and move the head to the last, writing one `append` record per turn (what appending them
+    one by one writes).
 
     The first statement locks the session row against other writers (SQLite's BEGIN IMMEDIATE
     has taken the database's write lock already), so concurrent calls queue up and each one's
@@ -372,10 +381,11 @@ def append_turns(
     parsed = [parse_turn(turn) for turn in turns]
     if created_at is not None and type(created_at) is not int:
         raise InvalidArgumentError(f"created_at is epoch milliseconds (an int), not {created_at!r}")
-    if isinstance(expected_head, str) and (problem := node_id_problem(expected_head)):
-        shown = expected_head[:40]
-        raise InvalidNodeIdError(f"session {session_id!r}: node id {shown!r} {problem}")
-    return _append_turns(dialect, session_id, parsed, expected_head, created_at)
+    for node_id in (expected_head, parent):
+        if isinstance(node_id, str) and (problem := node_id_problem(node_id)):
+            shown = node_id[:40]
+            raise InvalidNodeIdError(f"session {session_id!r}: node id {shown!r} {problem}")
+    return _append_turns(dialect, session_id, parsed, expected_head, created_at, parent)
 
 
 def _append_turns(
@@ -384,6 +394,7 @@ def _append_turns(
     turns: Sequence[Turn],
     expected_head: str | Unset | None,
     created_at: int | None,
+    parent: str | Unset,
 ) -> Plan[list[SessionNode]]:
     if not turns:
         return []
@@ -391,13 +402,17 @@ def _append_turns(
     head = yield from ensure_session(dialect, session_id, now)
     stamp = now if created_at is None else created_at
     if not isinstance(expected_head, Unset) and head != expected_head:
-        landed = chain_nodes(expected_head, turns, stamp)
+        base = expected_head if isinstance(parent, Unset) else parent
+        landed = chain_nodes(base, turns, stamp)
         if created_at is not None and (yield from _holds_chain(dialect, session_id, landed)):
             return landed
         raise HeadMovedError(session_id, expected_head, head)
-    chain = chain_nodes(head, turns, stamp)
+    chain = chain_nodes(head if isinstance(parent, Unset) else parent, turns, stamp)
     yield from _store_chain(dialect, session_id, chain, now)
     return chain
+
+
+_LOOKUP_CHUNK = 500  # ids per lookup: SQLite caps a statement's parameters
 
 
 def _stored_node_rows(
@@ -409,11 +424,13 @@ def _stored_node_rows(
         lookup = {"session_id": session_id, "node_id": wanted[0], "parent_id": wanted[1]}
         rows = yield _NODE_AND_PARENT, lookup
         return {row[0]: tuple(row[1:]) for row in rows}
-    found = stored_ids(dialect, session_id, node_ids).subquery()
-    query = select(nodes.c.id, nodes.c.parent_id, nodes.c.created_at, nodes.c.turn_json).where(
-        nodes.c.session_id == session_id, nodes.c.id.in_(select(found.c.id))
-    )
-    return {row[0]: tuple(row[1:]) for row in (yield query)}
+    columns = (nodes.c.id, nodes.c.parent_id, nodes.c.created_at, nodes.c.turn_json)
+    found: dict[str, tuple[Any, ...]] = {}
+    for start in range(0, len(node_ids), _LOOKUP_CHUNK):
+        chunk = node_ids[start : start + _LOOKUP_CHUNK]
+        for row in (yield lookup_by_ids(dialect, session_id, chunk, columns)):
+            found[row[0]] = tuple(row[1:])
+    return found
 
 
 def _refuse_other_content(session_id: str, node: SessionNode, stored: tuple[Any, ...]) -> None:

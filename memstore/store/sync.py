@@ -83,6 +83,9 @@ def run(engine: Engine, plan: Plan[T], *, write: bool, action: str) -> T:
 class SessionStore:
     """Branchable session DAGs in a SQL database (SQLite by default, or PostgreSQL).
 
+    One store may be shared by every thread of a process: each call is its own transaction on a
+    connection of the engine's pool. Open it in each process (after a fork, not before).
+
     Args:
         url: a database URL (`sqlite:///path.db`, `postgresql://host/db`) or an Engine.
         migrators: applied, in order, to every record imported from JSONL files.
@@ -161,20 +164,21 @@ class SessionStore:
         *,
         expected_head: str | Unset | None = UNSET,
         created_at: int | None = None,
+        parent: str | Unset = UNSET,
     ) -> SessionNode:
         """Append `turn` at the session's head, whatever other writers do meanwhile.
 
         The head is read inside the writing transaction, whose first statement locks the session
         against other writers, so concurrent appends to one session make one linear chain with
         no retry and no fork. The node's id is its content address (parent, turn, created_at).
-        `expected_head` and `created_at` work as in `append_many`.
+        `expected_head`, `created_at` and `parent` work as in `append_many`.
 
         Raises:
             HeadMovedError: `expected_head` was given and the head is elsewhere.
             InvalidTurnError: `turn` breaks the contract; nothing was written.
         """
         (node,) = self.append_many(
-            session_id, [turn], expected_head=expected_head, created_at=created_at
+            session_id, [turn], expected_head=expected_head, created_at=created_at, parent=parent
         )
         return node
 
@@ -185,6 +189,7 @@ class SessionStore:
         *,
         expected_head: str | Unset | None = UNSET,
         created_at: int | None = None,
+        parent: str | Unset = UNSET,
     ) -> list[SessionNode]:
         """Append `turns` at the session's head as one chain, in one transaction: all or nothing.
 
@@ -204,13 +209,18 @@ class SessionStore:
             expected_head: compare-and-set: append only if the head is still this id (None: the
                 session is empty).
             created_at: every new node's time, epoch ms.
+            parent: chain from this node instead of the head (a fork); the head still moves
+                to the new chain's end.
 
         Raises:
             HeadMovedError: `expected_head` was given, the head is elsewhere, and the call is no
                 repeat.
             InvalidTurnError: a turn breaks the contract; nothing was written.
+            UnknownNodeError: the session has no node `parent`; nothing was written.
         """
-        plan = plans.append_turns(self.dialect, session_id, turns, expected_head, created_at)
+        plan = plans.append_turns(
+            self.dialect, session_id, turns, expected_head, created_at, parent
+        )
         return self._run(plan, write=True, action=f"appending to session {session_id!r}")
 
     def load_session(self, session_id: str) -> SessionGraph:
@@ -524,22 +534,18 @@ class SessionHandle(HandleBase):
         Raises:
             HeadMovedError: `expected_head` was given and the head is elsewhere.
         """
-        fork = self._fork_node(turn)
-        if fork is None:
-            node = self.store.append(self.session_id, turn, expected_head=expected_head)
-        else:
-            self.store.append_node(self.session_id, fork, expected_head=expected_head)
-            node = fork
-        return self._moved_to(node)
+        (node,) = self.append_many([turn], expected_head=expected_head)
+        return node
 
     def append_many(
         self, turns: Iterable[TurnLike], *, expected_head: str | Unset | None = UNSET
     ) -> list[SessionNode]:
-        """Append `turns` at the store's head as one chain (see `SessionStore.append_many`)."""
-        nodes = self.store.append_many(self.session_id, turns, expected_head=expected_head)
-        if nodes:
-            self._moved_to(nodes[-1])
-        return nodes
+        """Append `turns` as one chain (see `SessionStore.append_many`), at the store's head or
+        after `branch_from`'s node."""
+        nodes = self.store.append_many(
+            self.session_id, turns, expected_head=expected_head, parent=self._fork_parent()
+        )
+        return self._moved_to(nodes)
 
     def refresh(self) -> str | None:
         """Read the store's head again (one query), after other writers appended; returns it."""
