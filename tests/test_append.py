@@ -156,6 +156,28 @@ def test_a_handle_reads_its_history_through_load_path(store: SessionStore) -> No
     assert store.session("empty").path() == []
 
 
+def test_opening_and_refreshing_a_handle_read_the_head_only(sqlite_url: str) -> None:
+    """One statement each (as SQLite's own trace sees every statement, prepared ones included),
+    and none reads the nodes: the cost does not grow with the session."""
+    with SessionStore(sqlite_url) as store:
+        store.append_many("big", [say(f"turn {n}") for n in range(300)])
+        statements: list[str] = []
+
+        def trace(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
+            dbapi_connection.set_trace_callback(statements.append)
+
+        sqlalchemy.event.listen(store.engine, "checkout", trace)
+        handle = store.session("big")
+        opened = [sql for sql in statements if not sql.startswith(("BEGIN", "COMMIT"))]
+        store.append("big", say("from elsewhere"))
+        statements.clear()
+        assert handle.refresh() == store.head("big")
+        refreshed = [sql for sql in statements if not sql.startswith(("BEGIN", "COMMIT"))]
+    assert len(opened) == 1
+    assert len(refreshed) == 2  # the refresh, and the check above
+    assert not any("nodes" in sql for sql in opened + refreshed)
+
+
 def test_a_forked_append_through_a_handle_hangs_from_the_chosen_node(store: SessionStore) -> None:
     handle = store.session("s")
     first = handle.append(say("q"))
