@@ -427,3 +427,39 @@ def test_ctrl_c_stops_a_query_at_once_with_one_line_and_cancels_it_on_the_server
         while queries_running(database_url, marker) and time.monotonic() - started < 10:
             time.sleep(0.1)
         assert queries_running(database_url, marker) == 0
+
+
+LIMITED = """
+import sys
+from memstore import SessionStore
+
+def peak_mb():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) // 1024
+
+with SessionStore(sys.argv[1]) as store:
+    store.read_only_query("SELECT 1")
+    before = peak_mb()
+    result = store.read_only_query(sys.argv[2], limit=5, timeout=120)
+    print(before, peak_mb(), len(result.rows), result.truncated)
+"""
+
+
+def test_a_limited_query_reads_only_its_rows_of_a_huge_result(database_url: str) -> None:
+    """300 MB of rows, five wanted: the rest is never held (PostgreSQL streams and cancels)."""
+    huge = "SELECT n, repeat('x', 1000) AS filler FROM generate_series(1, 300000) AS n"
+    if database_url.startswith("sqlite"):
+        huge = (
+            "WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < 300000) "
+            "SELECT n, printf('%.1000c', 'x') AS filler FROM s"
+        )
+    done = subprocess.run(
+        [sys.executable, "-c", LIMITED, database_url, huge],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    before, after, rows, truncated = done.stdout.split()
+    assert (rows, truncated) == ("5", "True")
+    assert int(after) - int(before) < 50, done.stdout  # not the 300 MB result

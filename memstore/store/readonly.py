@@ -4,7 +4,8 @@ SQLite: a separate connection opened read-only (`mode=ro`) with an authorizer th
 reading (no ATTACH, no writes, and of the PRAGMAs only those that describe the schema, such as
 `table_info`); the driver refuses more than one statement.
 PostgreSQL: a READ ONLY transaction that has already taken its snapshot (so it cannot be made
-READ WRITE), a prepared statement (so only one statement), a check that the statement took no
+READ WRITE), the extended protocol (so only one statement), rows streamed up to the limit and
+the rest cancelled, a check that the statement took no
 transaction id (which every write takes), and a rollback whatever happens. A role switch made
 inside SQL can be undone by the query itself (`set_config('role', ...)`), so the query runs over
 a login that holds only the rights it needs: `read_url` (or `$MEMSTORE_READ_URL`) names one,
@@ -83,11 +84,34 @@ def _only_reading(action: int, name: object, *_: object) -> int:
     return sqlite3.SQLITE_DENY
 
 
+_NO_ROWS = "memstore sql runs one query that returns rows (SELECT, WITH, VALUES)"
+
+
 def _fetch(cursor: Any, limit: int) -> QueryResult:
     if cursor.description is None:
-        raise QueryError("memstore sql runs one query that returns rows (SELECT, WITH, VALUES)")
+        raise QueryError(_NO_ROWS)
     columns = [str(description[0]) for description in cursor.description]
     rows = [tuple(row) for row in cursor.fetchmany(limit + 1)]
+    return QueryResult(columns, rows[:limit], len(rows) > limit)
+
+
+def _stream(cursor: Any, sql: str, limit: int) -> QueryResult:
+    """The first `limit` rows of one statement (the extended protocol takes only one), read as
+    the server sends them; past them, the statement is cancelled, so memory follows `limit`."""
+    rows: list[tuple[Any, ...]] = []
+    stream = cursor.stream(sql)
+    try:
+        for row in stream:
+            rows.append(tuple(row))
+            if len(rows) > limit:
+                break
+    finally:
+        stream.close()  # psycopg cancels the statement on the server and drains what it sent
+    if not rows:  # a stream names no columns without a row: run it again, it holds no rows
+        cursor.execute("ROLLBACK TO SAVEPOINT memstore_query")
+        cursor.execute(sql, prepare=True)  # a prepared statement, too, holds one statement
+        return _fetch(cursor, limit)
+    columns = [str(description[0]) for description in cursor.description]
     return QueryResult(columns, rows[:limit], len(rows) > limit)
 
 
@@ -148,8 +172,10 @@ def _postgres(engine: Engine, sql: str, limit: int, timeout: float) -> QueryResu
                 # This first query takes the snapshot: READ WRITE is refused from now on.
                 cursor.execute(_ROLES_OF_THE_LOGIN)
                 _refuse_privileged(cursor.fetchall())
-                cursor.execute(sql, prepare=True)  # a prepared statement holds one statement
-                result = _fetch(cursor, limit)
+                cursor.execute("SAVEPOINT memstore_query")
+                result = _stream(cursor, sql, limit)
+                if result.truncated:  # the rest was cancelled, which may have failed the statement
+                    cursor.execute("ROLLBACK TO SAVEPOINT memstore_query")
                 # Any write takes a transaction id; PostgreSQL lets some through a READ ONLY
                 # transaction (EXPLAIN ANALYZE CREATE TABLE ... AS). The rollback undoes them.
                 cursor.execute("SELECT txid_current_if_assigned() IS NOT NULL")
