@@ -21,8 +21,10 @@ from memstore.store import SCHEMA_VARIABLE
 from memstore.store.engine import DEFAULT_URL, WRITE, create_store_engine
 from memstore.store.migrate import (
     adopt_legacy_version,
+    check_foreign_keys,
     drop_empty_version_table,
     include_name,
+    sqlite_foreign_keys_off,
     version_table_options,
 )
 from memstore.store.names import VERSION_TABLE
@@ -84,8 +86,12 @@ def run_migrations_online() -> None:
         return
     engine = create_store_engine(_url(), schema=_schema())
     try:
-        with engine.connect().execution_options(**{WRITE: True}) as fresh:
+        with (
+            engine.connect().execution_options(**{WRITE: True}) as fresh,
+            sqlite_foreign_keys_off(fresh),
+        ):
             _run(fresh)
+            check_foreign_keys(fresh)
             fresh.commit()
     finally:
         engine.dispose()

@@ -14,6 +14,8 @@ holding memstore's tables, is taken as memstore's).
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,6 +47,7 @@ __all__ = [
     "SchemaState",
     "adopt_legacy_version",
     "alembic_config",
+    "check_foreign_keys",
     "check_ready",
     "current_revision",
     "downgrade",
@@ -59,6 +62,7 @@ __all__ = [
     "require_ready",
     "schema_of",
     "schema_state",
+    "sqlite_foreign_keys_off",
     "upgrade",
     "version_table_options",
 ]
@@ -328,24 +332,63 @@ def migrate_in(connection: Connection, revision: str = "head", *, upgrading: boo
         _refuse_foreign_objects(connection)
         _create_schema(connection)
     config = alembic_config(connection)
-    try:
-        if upgrading:
-            command.upgrade(config, revision)
-        else:
-            command.downgrade(config, revision)
-    except CommandError as exc:
-        raise MigrationError(f"migrating {_where(connection)} to {revision!r}: {exc}") from exc
+    if upgrading:
+        command.upgrade(config, revision)
+    else:
+        command.downgrade(config, revision)
 
 
 def _migrate(engine: Engine, revision: str, *, upgrading: bool) -> None:
     try:
         with (
             engine.connect().execution_options(**{WRITE: True}) as connection,
+            sqlite_foreign_keys_off(connection),
             connection.begin(),
         ):
             migrate_in(connection, revision, upgrading=upgrading)
+            check_foreign_keys(connection)
     except DBAPIError as exc:
         raise MigrationError(f"migrating the database to {revision!r} failed: {exc.orig}") from exc
+    except CommandError as exc:  # an unknown or ambiguous revision, a step past either end
+        raise MigrationError(
+            f"cannot migrate the database to {revision!r}: {exc} (memstore's revisions are "
+            f"{_revision_list()}; 'head' is the newest, 'base' removes memstore's tables)"
+        ) from exc
+
+
+def _revision_list() -> str:
+    """memstore's revisions, oldest first, for an error message."""
+    return ", ".join(reversed([script.revision for script in _script().walk_revisions()]))
+
+
+@contextmanager
+def sqlite_foreign_keys_off(connection: Connection) -> Iterator[None]:
+    """SQLite: migrate with foreign keys off (set outside the transaction), as Alembic advises.
+
+    A batch migration rebuilds a table by copying it and dropping the old one, and that DROP
+    deletes every row first: with foreign keys on, ON DELETE CASCADE would walk each parent
+    chain (a 3,000-turn session exceeds SQLite's trigger depth) and empty the child tables.
+    `check_foreign_keys` checks the result before the transaction commits.
+    """
+    if connection.dialect.name != "sqlite":
+        yield
+        return
+    driver = connection.connection.driver_connection
+    assert driver is not None
+    driver.execute("PRAGMA foreign_keys = OFF")
+    try:
+        yield
+    finally:
+        driver.execute("PRAGMA foreign_keys = ON")
+
+
+def check_foreign_keys(connection: Connection) -> None:
+    """SQLite: refuse (roll back) a migration that left a row pointing at nothing."""
+    if connection.dialect.name != "sqlite":
+        return
+    broken = connection.exec_driver_sql("PRAGMA foreign_key_check").first()
+    if broken is not None:
+        raise MigrationError(f"the migration left a {broken[0]} row whose {broken[2]} is missing")
 
 
 def upgrade(engine: Engine, revision: str = "head", *, only_if_needed: bool = False) -> None:
