@@ -32,11 +32,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
-from sqlalchemy import Engine
+from sqlalchemy import URL, Engine
 
 from memstore.errors import InvalidArgumentError, QueryError
+from memstore.store.engine import sqlite_read_uri
 
 __all__ = [
     "DEFAULT_QUERY_SECONDS",
@@ -145,8 +145,8 @@ def _too_long(seconds: float) -> str:
     )
 
 
-def _sqlite(database: str, sql: str, limit: int, timeout: float) -> QueryResult:
-    uri = f"file:{quote(str(Path(database).resolve()))}?mode=ro"
+def _sqlite(url: URL, sql: str, limit: int, timeout: float) -> QueryResult:
+    uri = sqlite_read_uri(url, strict=True)  # in a read-only directory too
     connection = sqlite3.connect(uri, uri=True)
     deadline = _Deadline(timeout)
     try:
@@ -275,4 +275,4 @@ def run_read_only(
     database = engine.url.database
     if not database or not Path(database).exists():
         raise QueryError(f"no SQLite database at {database!r}")
-    return _sqlite(database, sql, limit, timeout)
+    return _sqlite(engine.url, sql, limit, timeout)
