@@ -721,6 +721,7 @@ PRIVILEGES = {
 def test_a_privileged_login_is_refused_in_one_line_before_the_query_runs(
     postgres_url: str, monkeypatch: pytest.MonkeyPatch, privilege: str, grant: str
 ) -> None:
+    SessionStore(postgres_url).close()  # memstore's tables, for memstore sql to read
     if grant:  # the reading login, given one right too many
         reader = make_url(os.environ["MEMSTORE_READ_URL"]).username
         with SessionStore(postgres_url) as opened, opened.engine.begin() as connection:
