@@ -13,7 +13,7 @@ from alembic import context
 from sqlalchemy import Connection
 
 from memstore.store.engine import DEFAULT_URL, WRITE, create_store_engine
-from memstore.store.migrate import include_name
+from memstore.store.migrate import include_name, include_object_on
 from memstore.store.tables import metadata
 
 config = context.config
@@ -26,6 +26,7 @@ def _run(connection: Connection) -> None:
         render_as_batch=connection.dialect.name == "sqlite",
         compare_type=True,
         include_name=include_name,
+        include_object=include_object_on(connection.dialect.name),
     )
     with context.begin_transaction():
         context.run_migrations()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import sqlite3
@@ -18,7 +19,14 @@ from alembic.script import ScriptDirectory
 
 from memstore import SessionGraph
 from memstore.store import SessionStore, create_store_engine
-from memstore.store.migrate import alembic_config, head_revision, include_name, migrations_dir
+from memstore.store.migrate import (
+    alembic_config,
+    head_revision,
+    include_name,
+    include_object_on,
+    migrations_dir,
+)
+from memstore.store.rows import block_rows, derived_text, search_text
 from memstore.store.tables import metadata
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,7 +44,11 @@ def test_the_models_and_the_migrations_agree(database_url: str) -> None:
     store = SessionStore(database_url)
     try:
         with store.engine.connect() as connection:
-            options = {"compare_type": True, "include_name": include_name}
+            options = {
+                "compare_type": True,
+                "include_name": include_name,
+                "include_object": include_object_on(connection.dialect.name),
+            }
             context = MigrationContext.configure(connection, opts=options)
             assert compare_metadata(context, metadata) == []
     finally:
@@ -77,6 +89,11 @@ def test_every_upgrade_step_keeps_existing_rows(database_url: str) -> None:
         store.close()
 
 
+def _turn_json(word: str) -> str:
+    """The JSON text of a user turn saying `word` (whose search text is `word`)."""
+    return json.dumps({"role": "user", "blocks": [{"kind": "text", "text": word}]})
+
+
 def _insert_by_hand(url: str, node_id: str, word: str) -> None:
     """A node (in session 'kept') inserted with SQL alone, as memstore 0003 did: the insert
     trigger of that schema indexed its text."""
@@ -86,8 +103,8 @@ def _insert_by_hand(url: str, node_id: str, word: str) -> None:
         )
         connection.execute(
             "INSERT INTO nodes (session_id, id, role, created_at, turn_json, search_text) "
-            "VALUES ('kept', ?, 'user', 1, '{}', ?)",
-            (node_id, word),
+            "VALUES ('kept', ?, 'user', 1, ?, ?)",
+            (node_id, _turn_json(word), word),
         )
     connection.close()
 
@@ -221,3 +238,62 @@ def test_a_bad_database_url_is_one_clear_line(command: list[str]) -> None:
         "error: unsupported database 'mysql' in 'mysql://x/y': memstore supports sqlite:/// "
         "and postgresql:// URLs"
     ]
+
+
+LEGACY = Path(__file__).parent / "fixtures" / "legacy-jsonl"
+VIEW_QUERIES = (
+    "SELECT * FROM blocks ORDER BY session_id, node_id, position",
+    "SELECT * FROM turns ORDER BY seq",
+    "SELECT * FROM tool_calls ORDER BY session_id, call_node_id, call_id, result_node_id",
+)
+
+
+def _sqlite_rows(url: str, sql: str) -> list[tuple[object, ...]]:
+    with sqlite3.connect(url.removeprefix("sqlite:///")) as connection:
+        connection.text_factory = derived_text
+        rows = connection.execute(sql).fetchall()
+    connection.close()
+    return rows
+
+
+def test_0016_stores_a_turn_once_and_keeps_every_view_row(sqlite_url: str) -> None:
+    store = SessionStore(sqlite_url)
+    try:
+        store.import_jsonl(LEGACY)
+        views = [_sqlite_rows(sqlite_url, sql) for sql in VIEW_QUERIES]
+        hits = [store.search(word) for word in ("crash", "run_tests", "null")]
+        store.downgrade_schema("0013")  # the copies come back, derived in Python
+        copies = _sqlite_rows(
+            sqlite_url,
+            "SELECT n.session_id, n.id, n.turn_json, n.search_text FROM nodes AS n ORDER BY n.pk",
+        )
+        blocks = _sqlite_rows(
+            sqlite_url,
+            "SELECT session_id, node_id, position, text, input_json, output_json "
+            "FROM node_blocks ORDER BY session_id, node_id, position",
+        )
+        expected = sorted(
+            (row["session_id"], row["node_id"], row["position"], row["text"], row["input_json"],
+             row["output_json"])
+            for session_id, node_id, turn_json, _ in copies
+            for row in block_rows(session_id, node_id, json.loads(turn_json))
+        )  # fmt: skip
+        assert blocks == expected
+        assert [text for *_, text in copies] == [
+            search_text(json.loads(turn_json)) for _, _, turn_json, _ in copies
+        ]
+        assert _sqlite_rows(sqlite_url, VIEW_QUERIES[0]) == views[0]
+        _fts_check(sqlite_url)
+        store.upgrade_schema()  # and go again
+        assert [_sqlite_rows(sqlite_url, sql) for sql in VIEW_QUERIES] == views
+        assert [store.search(word) for word in ("crash", "run_tests", "null")] == hits
+        _fts_check(sqlite_url)
+        derived = _sqlite_rows(sqlite_url, "SELECT search_text FROM node_search ORDER BY pk")
+        assert [text for (text,) in derived] == [text for *_, text in copies]
+        columns = {row[1] for row in _sqlite_rows(sqlite_url, "PRAGMA table_info(node_blocks)")}
+        assert not columns & {"text", "input_json", "output_json"}
+        assert store.delete_session("branching")
+        _fts_check(sqlite_url)  # the delete trigger removed exactly what was indexed
+        assert "branching" not in {hit.session_id for hit in store.search("crash", limit=1000)}
+    finally:
+        store.close()

@@ -6,7 +6,9 @@ package (`memstore/_migrations`) in a built wheel.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from alembic import command
 from alembic.config import Config
@@ -17,6 +19,7 @@ from sqlalchemy.exc import DBAPIError
 
 from memstore.errors import MigrationError
 from memstore.store.engine import WRITE
+from memstore.store.tables import stored_on
 
 __all__ = [
     "alembic_config",
@@ -24,6 +27,7 @@ __all__ = [
     "downgrade",
     "head_revision",
     "include_name",
+    "include_object_on",
     "is_current",
     "migrate_in",
     "migrations_dir",
@@ -43,6 +47,19 @@ def include_name(name: str | None, type_: str, parent_names: object) -> bool:
     """Alembic's filter for autogenerate: leave the hand-made search objects out."""
     del type_, parent_names
     return name is None or not name.startswith(_UNMODELLED_PREFIXES)
+
+
+def include_object_on(dialect: str) -> Callable[[Any, str | None, str, bool, Any], bool]:
+    """Alembic's filter for autogenerate on `dialect`: leave out the model's columns that this
+    database does not store (`tables.POSTGRESQL_ONLY`)."""
+
+    def include_object(
+        obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any
+    ) -> bool:
+        del name, reflected, compare_to
+        return type_ != "column" or stored_on(obj, dialect)
+
+    return include_object
 
 
 def migrations_dir() -> Path:

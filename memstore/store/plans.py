@@ -22,6 +22,7 @@ from sqlalchemy import (
     func,
     insert,
     literal,
+    literal_column,
     select,
     true,
     union_all,
@@ -49,6 +50,7 @@ from memstore.store.tables import (
     IN_STORED_ORDER,
     Id,
     node_blocks,
+    node_search,
     nodes,
     nodes_fts,
     nodes_fts_chars,
@@ -245,13 +247,15 @@ _LAST_NODE_PK = Prepared(
         nodes.c.session_id == bindparam("session_id"), IN_STORED_ORDER
     )
 )
+# The text indexed is the `node_search` view's, derived from `turn_json` (migration 0016): the
+# text the index's snippets and delete triggers read back.
 _INDEX_NODES_AFTER = Prepared(
     insert(nodes_fts).from_select(
         ["rowid", "search_text"],
-        select(nodes.c.pk, nodes.c.search_text).where(
-            nodes.c.session_id == bindparam("session_id"),
-            IN_STORED_ORDER,
-            nodes.c.pk > bindparam("after"),
+        select(node_search.c.pk, node_search.c.search_text).where(
+            node_search.c.session_id == bindparam("session_id"),
+            node_search.c.pk > literal_column("0"),  # the session's nodes in stored order
+            node_search.c.pk > bindparam("after"),
         ),
     )
 )

@@ -23,6 +23,7 @@ from urllib.parse import quote
 from sqlalchemy import Engine
 
 from memstore.errors import QueryError
+from memstore.store.rows import derived_text
 
 __all__ = ["QueryResult", "run_read_only"]
 
@@ -68,6 +69,9 @@ def _fetch(cursor: Any, limit: int) -> QueryResult:
 def _sqlite(database: str, sql: str, limit: int) -> QueryResult:
     uri = f"file:{quote(str(Path(database).resolve()))}?mode=ro"
     connection = sqlite3.connect(uri, uri=True)
+    # The views derive text from turns' JSON (migration 0016), where a lone surrogate may be
+    # escaped: SQLite gives it as bytes that are not UTF-8, read as U+FFFD.
+    connection.text_factory = derived_text
     try:
         connection.set_authorizer(_only_reading)
         return _fetch(connection.execute(sql), limit)

@@ -1,9 +1,10 @@
 """Full-text search over turns: SQLite FTS5, PostgreSQL tsvector with a GIN index.
 
-Every node carries `search_text` (its text, thinking, tool names, tool inputs and outputs), set
-when it is stored and indexed in the same transaction (SQLite: the store fills an FTS5 table,
-which triggers keep on delete and update; PostgreSQL: an expression GIN index), so search is
-current after every append and import.
+Every node has a search text (its text, thinking, tool names, tool inputs and outputs), indexed
+in the transaction that stores the node, so search is current after every append and import.
+SQLite derives the text from `turn_json` in the `node_search` view, over which the FTS5 table is
+external-content (the store fills it, triggers keep it on delete and update); PostgreSQL stores
+it in `nodes.search_text`, under an expression GIN index.
 
 A query word holding characters of a script written without spaces (Chinese, Japanese, Thai, ...)
 is searched for inside words instead: `search_chars` makes each such character a word of its
@@ -17,12 +18,21 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, func, literal_column, select, text
+from sqlalchemy import (
+    ColumnElement,
+    LargeBinary,
+    Select,
+    cast,
+    func,
+    literal_column,
+    select,
+    text,
+)
 
 from memstore.errors import InvalidArgumentError, InvalidSessionIdError
 from memstore.store.plans import NATIVE_AGENT, Plan, agent_of
-from memstore.store.rows import UNSPACED, search_chars, storable
-from memstore.store.tables import nodes, nodes_fts, nodes_fts_chars, sessions
+from memstore.store.rows import UNSPACED, derived_text, search_chars, storable
+from memstore.store.tables import node_search, nodes, nodes_fts, nodes_fts_chars, sessions
 from memstore.types import is_storable_text
 
 __all__ = ["SearchHit", "fts5_query", "search", "text_snippet"]
@@ -114,15 +124,19 @@ def _phrase_search(
     if session_id is not None:
         matches = matches.where(nodes.c.session_id == session_id)
     best = matches.order_by(text("rank DESC"), nodes.c.pk).limit(limit).subquery()
-    return (
-        select(
-            *_HIT_COLUMNS,
-            nodes.c.search_text,
-            best.c.rank,
-        )
-        .join_from(nodes, best, nodes.c.pk == best.c.pk)
-        .order_by(best.c.rank.desc(), nodes.c.pk)
-    )
+    hits = select(*_HIT_COLUMNS, best.c.rank).join_from(nodes, best, nodes.c.pk == best.c.pk)
+    if dialect == "postgresql":
+        hits = hits.add_columns(nodes.c.search_text)
+    else:  # SQLite derives it from the turn (migration 0016)
+        hits = hits.join(node_search, node_search.c.pk == nodes.c.pk)
+        hits = hits.add_columns(cast(node_search.c.search_text, LargeBinary).label("search_text"))
+    return hits.order_by(best.c.rank.desc(), nodes.c.pk)
+
+
+def _text(value: str | bytes) -> str:
+    """Text SQLite derived from a turn's JSON, read as bytes: a lone surrogate in the turn (which
+    JSON escapes) reads as U+FFFD, as the stored copies of the text had it before migration 0016."""
+    return derived_text(value) if isinstance(value, bytes) else value
 
 
 def text_snippet(text: str, terms: list[str]) -> str:
@@ -138,7 +152,8 @@ def text_snippet(text: str, terms: list[str]) -> str:
 
 def _sqlite_search(query: str) -> Select[Any]:
     match = literal_column("nodes_fts").op("MATCH")(fts5_query(query))
-    snippet = func.snippet(literal_column("nodes_fts"), 0, SNIPPET_OPEN, SNIPPET_CLOSE, "…", 12)
+    made = func.snippet(literal_column("nodes_fts"), 0, SNIPPET_OPEN, SNIPPET_CLOSE, "…", 12)
+    snippet = cast(made, LargeBinary)  # decoded by `_text`: it may hold a lone surrogate
     rank = -func.bm25(literal_column("nodes_fts"))
     return (
         select(
@@ -188,7 +203,7 @@ def search(
                 row.node_id,
                 row.role,
                 row.created_at,
-                text_snippet(row.search_text, terms),
+                text_snippet(_text(row.search_text), terms),
                 row.rank,
             )
             for row in rows
@@ -198,7 +213,9 @@ def search(
     if session_id is not None:
         statement = statement.where(nodes.c.session_id == session_id)
     statement = statement.order_by(text("rank DESC"), nodes.c.pk).limit(limit)
-    hits = [SearchHit(**row._mapping) for row in (yield statement)]
+    hits = [
+        SearchHit(**{**row._mapping, "snippet": _text(row.snippet)}) for row in (yield statement)
+    ]
     return (yield from _with_agents(hits))
 
 
