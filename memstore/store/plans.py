@@ -436,8 +436,9 @@ def load_path_nodes(
     walk = _PATHS["postgresql" if dialect == "postgresql" else "sqlite"]
     limit = _NO_LIMIT if last is None else min(last, _NO_LIMIT)
     key = {"session_id": lookup_id(session_id), "leaf": lookup_id(leaf), "limit": limit}
-    rows = sorted((yield walk, key), key=itemgetter(_DEPTH), reverse=True)  # root first
-    path = nodes_from_rows(rows)
+    with paused_gc():  # the rows too: fetching them triggered collections of the whole heap
+        rows = sorted((yield walk, key), key=itemgetter(_DEPTH), reverse=True)  # root first
+        path = nodes_from_rows(rows)
     if not path:
         raise UnknownNodeError(session_id, leaf)
     while path[0].parent is not None and _starts_on_tool_result(path[0].turn):
