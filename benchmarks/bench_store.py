@@ -1,7 +1,8 @@
 """The SQL store against raw sqlite3, as ratios measured in one run.
 
 - bytes per turn on disk (the pages of every table and index) after those appends, vs the two
-  bare tables of the floor below — goal <= 2x;
+  bare tables of the floor below, for scale (these turns are small: ids and indexes weigh;
+  the peer harness measures the goal, <= 2x its floor, on 1.2 KB turns);
 - durable `append_node` (one commit per append) vs raw `sqlite3` insert + commit of the same
   rows: the rows memstore writes for an append (node, blocks, log record, head), prepared in
   advance, into memstore's own schema (its indexes and full-text triggers included), with the
@@ -248,7 +249,7 @@ def sqlite_main() -> int:
     bare_bytes, our_bytes = (size / APPENDS for size in sizes)
     print(
         f"{'bytes per turn vs 2 bare tables':30} {bare_bytes:11.0f}B {our_bytes:11.0f}B "
-        f"{our_bytes / bare_bytes:7.2f}x  <= 2x"
+        f"{our_bytes / bare_bytes:7.2f}x  (for scale)"
     )
     return 0
 
