@@ -12,7 +12,9 @@
   shown: the same raw read of memstore's own table, whose rows are wider (search text, role);
 - `load_path` to a leaf at depth 100 in a 20,000-node session vs `load_session` — goal >= 20x
   faster;
-- `AsyncSessionStore` vs `SessionStore`, the same appends and loads — goal <= 1.5x.
+- `AsyncSessionStore` vs `SessionStore`, the same appends and loads — goal <= 1.5x;
+- a session handle's open + `refresh()` on a 3,000-node session vs what they cost before handles
+  were light (a `load_session` each) — goal >= 20x faster.
 
 With `--postgres URL`, the same on PostgreSQL, for 500, 5,000 and 20,000 turns appended one by
 one to a fresh database (a new schema): per-append cost, first tenth vs last tenth (goal <= 1.3),
@@ -23,6 +25,7 @@ turn, with prepared statements (goal <= 2.5x); `load_session` vs one raw `SELECT
 
     python benchmarks/bench_store.py
     python benchmarks/bench_store.py --postgres postgresql://127.0.0.1:5432/test [--sizes 500,5000]
+    python benchmarks/bench_store.py --handles [--postgres URL]   (the handle rows only)
 """
 
 from __future__ import annotations
@@ -344,6 +347,44 @@ def async_rows(url_of: Callable[[str], str], count: int) -> list[Row]:
     ]
 
 
+HANDLE_NODES = 3000
+
+
+def handle_rows(url: str, label: str) -> list[Row]:
+    """Opening a handle on a 3,000-node session and refreshing it, against two `load_session`
+    calls: what `store.session(id)` and `refresh()` each did when handles held the graph."""
+    store = SessionStore(url)
+    try:
+        for node in chain("h", HANDLE_NODES):
+            store.append_node("h", node)
+
+        def open_and_refresh() -> None:
+            store.session("h").refresh()
+
+        before, after = interleaved(
+            lambda: (store.load_session("h"), store.load_session("h")),
+            open_and_refresh,
+            rounds=10,
+        )
+    finally:
+        store.close()
+    return [(f"{label}: open+refresh 3k", before, after, before / after, ">= 20x faster")]
+
+
+def handles_main(postgres: str | None) -> int:
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory() as folder:
+        rows.extend(handle_rows(f"sqlite:///{Path(folder) / 'handles.db'}", "sqlite"))
+    if postgres:
+        schemas = FreshSchemas(postgres)
+        try:
+            rows.extend(handle_rows(schemas.store_url(schemas.new()), "postgres"))
+        finally:
+            schemas.close()
+    report(rows, floor="graph loads")
+    return 0
+
+
 # --- PostgreSQL ---------------------------------------------------------------------------------
 
 
@@ -502,7 +543,10 @@ def main() -> int:
         default=2000,
         help="turns of the async vs sync run (PostgreSQL)",
     )
+    parser.add_argument("--handles", action="store_true", help="only the session handle rows")
     args = parser.parse_args()
+    if args.handles:
+        return handles_main(args.postgres)
     if args.postgres:
         sizes = [int(size) for size in args.sizes.split(",")]
         return postgres_main(args.postgres, sizes, args.async_turns)

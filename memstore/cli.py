@@ -153,16 +153,32 @@ def db_upgrade(
         out.print(f"database at revision {store.schema_revision()}")
 
 
-@db_app.command("downgrade")
+@db_app.command("downgrade", context_settings={"ignore_unknown_options": True})  # `-1` is a step
 @friendly_errors
 def db_downgrade(
     ctx: typer.Context,
     revision: Annotated[str, typer.Argument(help="Target revision; 'base' drops every table.")],
+    yes: Annotated[
+        bool, typer.Option("--yes", "-y", help="Drop the tables for 'base' without asking.")
+    ] = False,
 ) -> None:
-    """Take the schema down to REVISION ('base' removes memstore's tables and their data)."""
+    """Take the schema down to REVISION ('base' removes memstore's tables and their data, after
+    asking, unless `--yes`)."""
     with open_store(ctx, auto_migrate=False) as store:
+        if revision == "base" and not yes:
+            _confirm_dropping_everything(store)
         store.downgrade_schema(revision)
         out.print(f"database at revision {store.schema_revision() or 'base'}")
+
+
+def _confirm_dropping_everything(store: SessionStore) -> None:
+    """Ask before `db downgrade base` deletes every session; refuse when nobody can answer."""
+    count = len(store.list_sessions()) if store.schema_revision() else 0
+    question = f"Drop memstore's tables and the {count} session(s) they hold?"
+    if not sys.stdin.isatty():
+        raise InvalidArgumentError(f"{question} Nothing was dropped: pass --yes to confirm.")
+    if not typer.confirm(question, default=False, err=True):
+        raise typer.Exit(1)
 
 
 @db_app.command("current")

@@ -13,7 +13,12 @@ from alembic import context
 from sqlalchemy import Connection
 
 from memstore.store.engine import DEFAULT_URL, WRITE, create_store_engine
-from memstore.store.migrate import include_name, include_object_on
+from memstore.store.migrate import (
+    check_foreign_keys,
+    include_name,
+    include_object_on,
+    sqlite_foreign_keys_off,
+)
 from memstore.store.tables import metadata
 
 config = context.config
@@ -49,8 +54,12 @@ def run_migrations_online() -> None:
         return
     engine = create_store_engine(_url())
     try:
-        with engine.connect().execution_options(**{WRITE: True}) as fresh:
+        with (
+            engine.connect().execution_options(**{WRITE: True}) as fresh,
+            sqlite_foreign_keys_off(fresh),
+        ):
             _run(fresh)
+            check_foreign_keys(fresh)
             fresh.commit()
     finally:
         engine.dispose()

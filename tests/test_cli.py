@@ -239,7 +239,7 @@ def test_every_command_runs_in_a_real_process(tmp_path: Path) -> None:
         ["export", "--all", "--format", "html", "-o", str(tmp_path / "html")],
         ["compact", "branching", "--json"],
         ["demo", "--workdir", str(tmp_path / "demo")],
-        ["db", "downgrade", "base"],
+        ["db", "downgrade", "base", "--yes"],
     ]
     for command in commands:
         done = subprocess.run([*base, *command], capture_output=True, text=True, check=False)

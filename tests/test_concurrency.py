@@ -41,7 +41,7 @@ def _append_with_compare_and_set(url: str, worker: int) -> int:
     for n in range(CAS_APPENDS):
         while True:
             try:
-                shared.append(_say(worker, n))
+                shared.append(_say(worker, n), expected_head=shared.head)
                 break
             except HeadMovedError:
                 retries += 1
@@ -94,6 +94,41 @@ def test_compare_and_set_keeps_a_shared_session_one_chain(database_url: str) -> 
         assert len(store.load_path("chain")) == WORKERS * CAS_APPENDS
     finally:
         store.close()
+
+
+HEAD_WRITERS = 8
+HEAD_APPENDS = 40
+
+
+def _append_at_the_head(url: str, worker: int) -> None:
+    """Appends at the shared session's head, half through the store and half through a handle,
+    with no retry code: any error fails the test."""
+    store = SessionStore(url)
+    handle = store.session("at-head")
+    for n in range(HEAD_APPENDS):
+        if n % 2:
+            handle.append(_say(worker, n))
+        else:
+            store.append("at-head", _say(worker, n))
+    store.close()
+
+
+def test_eight_processes_appending_at_the_head_make_one_linear_chain(database_url: str) -> None:
+    SessionStore(database_url).close()  # migrate once, up front
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(HEAD_WRITERS) as pool:
+        pool.starmap(_append_at_the_head, [(database_url, w) for w in range(HEAD_WRITERS)])
+    total = HEAD_WRITERS * HEAD_APPENDS
+    with SessionStore(database_url) as store:
+        path = store.load_path_nodes("at-head")
+        assert len(path) == total == store.load_session("at-head").size
+        assert all(child.parent == parent.id for parent, child in itertools.pairwise(path))
+        texts = sorted(node.turn.to_json()["blocks"][0]["text"] for node in path)
+        expected = sorted(
+            f"worker {w} turn {n}" for w in range(HEAD_WRITERS) for n in range(HEAD_APPENDS)
+        )
+        assert texts == expected  # every append landed exactly once
+    assert _count(database_url, "SELECT count(*) FROM records") == total
 
 
 MIXED_WRITERS = 8

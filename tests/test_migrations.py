@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import pty
 import sqlite3
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
 from memstore import SessionGraph
+from memstore.errors import MigrationError
 from memstore.store import SessionStore, create_store_engine
 from memstore.store.migrate import (
     alembic_config,
@@ -28,6 +30,8 @@ from memstore.store.migrate import (
 )
 from memstore.store.rows import block_rows, derived_text, search_text
 from memstore.store.tables import metadata
+
+from .conftest import LEGACY
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -179,8 +183,75 @@ def test_the_memstore_db_commands(database_url: str) -> None:
     assert "none" in run(*memstore, "db", "current")
     assert head_revision() in run(*memstore, "db", "upgrade")
     assert "up to date" in run(*memstore, "db", "current")
-    assert "base" in run(*memstore, "db", "downgrade", "base")
+    assert "base" in run(*memstore, "db", "downgrade", "base", "--yes")
     assert "nodes" not in table_names(database_url)
+
+
+def memstore_cli(
+    url: str, *args: str, stdin: int | None = subprocess.DEVNULL
+) -> subprocess.CompletedProcess[str]:
+    """`memstore --db URL ARGS...` in a fresh process, its input not a terminal by default."""
+    command = [sys.executable, "-m", "memstore.cli", "--db", url, *args]
+    return subprocess.run(command, stdin=stdin, capture_output=True, text=True, check=False)
+
+
+def test_downgrade_base_asks_first_and_refuses_when_nobody_can_answer(sqlite_url: str) -> None:
+    with SessionStore(sqlite_url) as store:
+        store.import_jsonl(LEGACY / "branching.jsonl")
+    refused = memstore_cli(sqlite_url, "db", "downgrade", "base")
+    assert refused.returncode == 2
+    assert refused.stderr.count("\n") == 1
+    assert "1 session(s)" in refused.stderr
+    assert "--yes" in refused.stderr
+    assert "nodes" in table_names(sqlite_url)
+    for answer, dropped in ((b"n\n", False), (b"y\n", True)):
+        assert _answer_on_a_terminal(sqlite_url, answer) == (1 if not dropped else 0)
+        assert ("nodes" not in table_names(sqlite_url)) is dropped
+
+
+def _answer_on_a_terminal(url: str, answer: bytes) -> int:
+    """Run `db downgrade base` with a pseudo-terminal as its input, type `answer`, and return
+    the exit status."""
+    leader, follower = pty.openpty()
+    try:
+        command = [sys.executable, "-m", "memstore.cli", "--db", url, "db", "downgrade", "base"]
+        process = subprocess.Popen(
+            command, stdin=follower, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        os.write(leader, answer)
+        process.communicate(timeout=60)
+        return process.returncode
+    finally:
+        os.close(leader)
+        os.close(follower)
+
+
+def test_an_unknown_revision_is_one_line_naming_the_revisions(sqlite_url: str) -> None:
+    SessionStore(sqlite_url).close()
+    for revision in ("9999", "-99"):
+        done = memstore_cli(sqlite_url, "db", "downgrade", revision, "--yes")
+        assert done.returncode == 1
+        assert done.stderr.count("\n") == 1, done.stderr
+        assert repr(revision) in done.stderr
+        assert head_revision() in done.stderr
+    with SessionStore(sqlite_url, auto_migrate=False) as store:
+        assert store.schema_revision() == head_revision()
+        with pytest.raises(MigrationError, match="9999"):
+            store.upgrade_schema("9999")
+
+
+def test_a_long_chain_survives_downgrades_and_upgrades(database_url: str, tmp_path: Path) -> None:
+    """Rebuilding `nodes` (SQLite batch migrations) with 3,000 turns chained parent to child
+    must not cascade through the chain: down to the first revision and back keeps every byte."""
+    source = LEGACY / "large-session.jsonl"
+    with SessionStore(database_url) as store:
+        store.import_jsonl(source)
+        for revision in ("0001", "head"):
+            (store.downgrade_schema if revision == "0001" else store.upgrade_schema)(revision)
+        store.export_jsonl("large-session", tmp_path / "out.jsonl")
+        store.downgrade_schema("base")
+        assert store.schema_revision() is None
+    assert (tmp_path / "out.jsonl").read_bytes() == source.read_bytes()
 
 
 def test_the_wheel_ships_the_migrations_and_they_work_when_installed(tmp_path: Path) -> None:
@@ -240,7 +311,6 @@ def test_a_bad_database_url_is_one_clear_line(command: list[str]) -> None:
     ]
 
 
-LEGACY = Path(__file__).parent / "fixtures" / "legacy-jsonl"
 VIEW_QUERIES = (
     "SELECT * FROM blocks ORDER BY session_id, node_id, position",
     "SELECT * FROM turns ORDER BY seq",

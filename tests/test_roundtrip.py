@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from memstore import InvalidTurnError, JsonlError, SessionGraph, SessionStore, jsjson
 from memstore.hashing import hash_node_text
+from memstore.types import parse_turn
 
 from .strategies import damaged_turns, wire_turns
 
@@ -48,30 +49,23 @@ def test_every_turn_that_append_accepts_round_trips_byte_for_byte(
     tmp_path: Path,
     copy_backend: str,
 ) -> None:
-    """Sync and async stores on both backends (`open_store`), through a session handle and
-    through `append_node`; each export is imported into the other backend too."""
+    """Sync and async stores on both backends (`open_store`), through `append_node`, a session
+    handle, `append` and `append_many` (a batch refused for one bad turn stores none of them);
+    each export is imported into the other backend too."""
     source, copy = open_store(), _copy_store(request, copy_backend)
     sessions = itertools.count()
 
     @_SETTINGS
     @given(
         turns=st.lists(damaged_turns() | wire_turns, min_size=1, max_size=4),
-        via_handle=st.booleans(),
+        via=st.sampled_from(["append_node", "handle", "append", "append_many"]),
     )
-    def round_trip(turns: list[Any], via_handle: bool) -> None:
+    def round_trip(turns: list[Any], via: str) -> None:
         session_id = f"s{next(sessions)}"
-        ticks = itertools.count(1_767_225_600_000)
-        graph = SessionGraph(session_id, clock=lambda: next(ticks))
-        handle = source.session(session_id) if via_handle else None
-        stored = []
-        for turn in turns:
-            try:
-                node = handle.append(turn) if handle is not None else graph.append(turn)
-            except InvalidTurnError:
-                continue
-            if handle is None:
-                source.append_node(session_id, node)
-            stored.append(node.turn.json_text())
+        if via == "append_many":
+            stored = _append_as_batches(source, session_id, turns)
+        else:
+            stored = _append_one_by_one(source, session_id, turns, via)
         if not stored:
             return
         written = _export_import_export(source, copy, session_id, tmp_path)
@@ -81,6 +75,44 @@ def test_every_turn_that_append_accepts_round_trips_byte_for_byte(
         assert [n.turn.json_text() for n in copy.load_path_nodes(session_id)] == stored
 
     round_trip()
+
+
+def _append_one_by_one(
+    store: SessionStore, session_id: str, turns: list[Any], via: str
+) -> list[str]:
+    """Append each turn the store accepts, through `via`; the accepted turns' JSON texts."""
+    ticks = itertools.count(1_767_225_600_000)
+    graph = SessionGraph(session_id, clock=lambda: next(ticks))
+    handle = store.session(session_id) if via == "handle" else None
+    stored = []
+    for turn in turns:
+        try:
+            if via == "append_node":
+                node = graph.append(turn)
+                store.append_node(session_id, node)
+            else:
+                node = handle.append(turn) if handle is not None else store.append(session_id, turn)
+        except InvalidTurnError:
+            continue
+        stored.append(node.turn.json_text())
+    return stored
+
+
+def _append_as_batches(store: SessionStore, session_id: str, turns: list[Any]) -> list[str]:
+    """All the turns as one batch; when one is refused, nothing is stored and the accepted
+    turns go in as a second batch. The accepted turns' JSON texts."""
+    accepted = []
+    for turn in turns:
+        try:
+            accepted.append(parse_turn(turn))
+        except InvalidTurnError:
+            continue
+    if len(accepted) < len(turns):
+        with pytest.raises(InvalidTurnError):
+            store.append_many(session_id, turns)
+        assert store.head(session_id) is None
+    nodes = store.append_many(session_id, accepted)
+    return [node.turn.json_text() for node in nodes]
 
 
 def _line(record: dict[str, Any], spaced: bool, reordered: bool) -> str:

@@ -34,6 +34,10 @@ def say(text: str, role: str = "user") -> dict[str, Any]:
     return {"role": role, "blocks": [{"kind": "text", "text": text}]}
 
 
+def say_turn(text: str, role: str = "user") -> Turn:
+    return Turn.model_validate(say(text, role))
+
+
 def call(n: int) -> dict[str, Any]:
     block = {"kind": "tool_call", "id": f"c{n}", "name": "ls", "input": {"n": n}}
     return {"role": "assistant", "blocks": [block]}
@@ -270,17 +274,31 @@ def test_a_handle_appends_and_persists_in_one_step(store: SessionStore) -> None:
     assert store.load_session("h").size == 3
 
 
-def test_two_handles_never_silently_fork_a_session(store: SessionStore) -> None:
+def test_two_handles_append_one_linear_chain_without_retrying(store: SessionStore) -> None:
+    one = store.session("h")
+    two = store.session("h")
+    first = one.append(say("from one"))
+    second = two.append(say("from two"))  # at the store's head, though `two` never saw `first`
+    assert second.parent == first.id
+    assert store.load_path("h") == [say_turn("from one"), say_turn("from two")]
+    assert one.head == first.id  # a handle knows the head it last saw ...
+    assert one.refresh() == second.id == one.head  # ... and reads the store's in one query
+    assert one.path(last=1) == [say_turn("from two")]
+
+
+def test_a_handle_detects_interleaving_with_expected_head(store: SessionStore) -> None:
     one = store.session("h")
     two = store.session("h")
     one.append(say("from one"))
     with pytest.raises(HeadMovedError):
-        two.append(say("from two"))
-    assert two.graph.size == 0  # a refused append leaves the local graph untouched
+        two.append(say("from two"), expected_head=two.head)
+    assert two.head is None  # a refused append leaves the handle as it was
+    assert store.load_session("h").size == 1
     two.refresh()
-    appended = two.append(say("from two"))
+    appended = two.append(say("from two"), expected_head=two.head)
     assert store.head("h") == appended.id
     assert appended.parent == one.leaf
+    assert two.load_graph().size == 2
 
 
 @pytest.mark.parametrize("bad", ["", "..", "a/b", "a\\b", "nul\x00", "x" * 256])

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 from memstore.errors import HeadMovedError
 from memstore.hashing import hash_node
 from memstore.store import SessionStore
-from memstore.store.chain import append_chain
 from memstore.types import SessionNode, Turn, TurnLike, parse_turn
 
 if TYPE_CHECKING:
@@ -104,24 +103,13 @@ def cleared_root(clock_ms: int) -> SessionNode:
     )
 
 
-def _method(store: Any, name: str) -> Any:
-    """The store's method `name`; `append_many` on a store that lacks it, as `append_chain`."""
-    if name == "append_many" and not hasattr(store, "append_many"):
-        return lambda session_id, turns: store._run(
-            append_chain(store.dialect, session_id, turns),
-            write=True,
-            action=f"appending to session {session_id!r}",
-        )
-    return getattr(store, name)
-
-
 def run(store: SessionStore, history: History[T]) -> T:
     """Drive `history` on a sync store."""
     step = _send(history, None)
     while not isinstance(step, _Done):
         name, args, kwargs = step
         try:
-            result = _method(store, name)(*args, **kwargs)
+            result = getattr(store, name)(*args, **kwargs)
         except HeadMovedError as exc:
             step = _throw(history, exc)
         else:
@@ -137,7 +125,7 @@ async def arun(store: AnyStore, history: History[T]) -> T:
     while not isinstance(step, _Done):
         name, args, kwargs = step
         try:
-            result = await _method(store, name)(*args, **kwargs)
+            result = await getattr(store, name)(*args, **kwargs)
         except HeadMovedError as exc:
             step = _throw(history, exc)
         else:

@@ -103,7 +103,10 @@ async def drive(plan: Plan[T], connection: AsyncConnection) -> T:
 
 class AsyncSessionStore:
     """The async twin of SessionStore: the same methods, awaited. Call `await store.open()`
-    (or use `async with`) before the first operation when `auto_migrate` is on."""
+    (or use `async with`) before the first operation when `auto_migrate` is on.
+
+    One store may be shared by every task of its event loop (not by several loops or threads).
+    """
 
     def __init__(
         self,
@@ -187,6 +190,36 @@ class AsyncSessionStore:
         """See `SessionStore.append_node`."""
         plan = plans.append_node(self.dialect, session_id, node, expected_head)
         await self._run(plan, write=True, action=f"appending to session {session_id!r}")
+
+    async def append(
+        self,
+        session_id: str,
+        turn: TurnLike,
+        *,
+        expected_head: str | Unset | None = UNSET,
+        created_at: int | None = None,
+        parent: str | Unset = UNSET,
+    ) -> SessionNode:
+        """See `SessionStore.append`."""
+        (node,) = await self.append_many(
+            session_id, [turn], expected_head=expected_head, created_at=created_at, parent=parent
+        )
+        return node
+
+    async def append_many(
+        self,
+        session_id: str,
+        turns: Iterable[TurnLike],
+        *,
+        expected_head: str | Unset | None = UNSET,
+        created_at: int | None = None,
+        parent: str | Unset = UNSET,
+    ) -> list[SessionNode]:
+        """See `SessionStore.append_many`."""
+        plan = plans.append_turns(
+            self.dialect, session_id, turns, expected_head, created_at, parent
+        )
+        return await self._run(plan, write=True, action=f"appending to session {session_id!r}")
 
     async def load_session(self, session_id: str) -> SessionGraph:
         """See `SessionStore.load_session`."""
@@ -420,22 +453,42 @@ class AsyncSessionStore:
 
     async def session(self, session_id: str) -> AsyncSessionHandle:
         """See `SessionStore.session`."""
-        return AsyncSessionHandle(self, session_id, await self.load_session(session_id))
+        return AsyncSessionHandle(self, session_id, await self.head(session_id))
 
 
 class AsyncSessionHandle(HandleBase):
-    """One session's graph, kept in step with the store (see HandleBase)."""
+    """One session, through an AsyncSessionStore (see HandleBase)."""
 
-    def __init__(self, store: AsyncSessionStore, session_id: str, graph: SessionGraph) -> None:
-        super().__init__(session_id, graph)
+    def __init__(self, store: AsyncSessionStore, session_id: str, head: str | None) -> None:
+        super().__init__(session_id, head)
         self.store = store
 
-    async def append(self, turn: TurnLike) -> SessionNode:
-        """Append `turn` after the local head and persist it, or raise and change nothing."""
-        node, expected_head = self._prepare(turn)
-        await self.store.append_node(self.session_id, node, expected_head=expected_head)
-        return self._stored(node)
+    async def append(
+        self, turn: TurnLike, *, expected_head: str | Unset | None = UNSET
+    ) -> SessionNode:
+        """See `SessionHandle.append`."""
+        (node,) = await self.append_many([turn], expected_head=expected_head)
+        return node
 
-    async def refresh(self) -> None:
-        """Reload the graph from the store (after another writer moved the head)."""
-        self._replace(await self.store.load_session(self.session_id))
+    async def append_many(
+        self, turns: Iterable[TurnLike], *, expected_head: str | Unset | None = UNSET
+    ) -> list[SessionNode]:
+        """See `SessionHandle.append_many`."""
+        nodes = await self.store.append_many(
+            self.session_id, turns, expected_head=expected_head, parent=self._fork_parent()
+        )
+        return self._moved_to(nodes)
+
+    async def refresh(self) -> str | None:
+        """See `SessionHandle.refresh`."""
+        return self._seen(await self.store.head(self.session_id))
+
+    async def path(self, *, last: int | None = None) -> list[Turn]:
+        """See `SessionHandle.path`."""
+        if self.head is None:
+            return []
+        return await self.store.load_path(self.session_id, self.head, last=last)
+
+    async def load_graph(self) -> SessionGraph:
+        """See `SessionHandle.load_graph`."""
+        return await self.store.load_session(self.session_id)

@@ -1,47 +1,58 @@
-"""What the sync and async session handles share: the local graph and its bookkeeping."""
+"""What the sync and async session handles share: the head they last saw, and forks."""
 
 from __future__ import annotations
 
-from memstore.graph import SessionGraph
-from memstore.types import SessionNode, Turn, TurnLike
+from memstore.store.plans import UNSET, Unset
+from memstore.types import SessionNode
 
 __all__ = ["HandleBase"]
 
 
 class HandleBase:
-    """One session's graph, kept in step with the store.
+    """A light handle on one session: its id and the head it last saw, never the whole graph.
 
-    Appends persist as a compare-and-set against the head this handle last saw, so two
-    handles on one session never silently fork or truncate it: the slower one gets a
-    HeadMovedError and can `refresh()`.
+    Opening one and `refresh()` each read the head only (one query). `append` goes at the
+    store's head, atomically: several handles (or workers sharing one) append one linear chain
+    with no retry. Pass `expected_head=handle.head` to have an append refused
+    (`HeadMovedError`) when another writer moved the head since this handle last saw it.
+    `path(last=N)` reads the history through `load_path`; `load_graph()` loads the whole DAG.
+
+    A handle's `head` is plain state: sharing a handle between threads or tasks is safe for
+    appends (each lands at the store's head), but `branch_from` affects whichever append comes
+    next through that handle, so keep forks to a handle of one worker.
     """
 
-    def __init__(self, session_id: str, graph: SessionGraph) -> None:
+    def __init__(self, session_id: str, head: str | None) -> None:
         self.session_id = session_id
-        self.graph = graph
-        self._stored_head = graph.leaf
+        self.head = head
+        """The head this handle last saw: after opening, `refresh()`, or its own append."""
+        self._forking = False
 
     @property
     def leaf(self) -> str | None:
-        """The head of the local graph (moved by `branch_from` before the next append)."""
-        return self.graph.leaf
+        """The head this handle last saw, or the node `branch_from` moved it to."""
+        return self.head
 
-    def branch_from(self, node_id: str) -> SessionNode:
-        """Move the local head, so that the next append forks from `node_id`."""
-        return self.graph.branch_from(node_id)
+    def branch_from(self, node_id: str) -> None:
+        """Make the next append through this handle a child of `node_id` (a fork), not of the
+        store's head. The store checks that the session holds `node_id` when that append runs
+        (`UnknownNodeError` if not)."""
+        self.head = node_id
+        self._forking = True
 
-    def path(self) -> list[Turn]:
-        """The turns from the root to the local head."""
-        return [] if self.graph.leaf is None else self.graph.path_to(self.graph.leaf)
+    def _fork_parent(self) -> str | Unset:
+        """The parent of the next append's chain: `branch_from`'s node, or UNSET (the head)."""
+        return self.head if self._forking and self.head is not None else UNSET
 
-    def _prepare(self, turn: TurnLike) -> tuple[SessionNode, str | None]:
-        """The node to store for `turn`, and the head the store must still have."""
-        return self.graph.next_node(turn), self._stored_head
+    def _moved_to(self, nodes: list[SessionNode]) -> list[SessionNode]:
+        """Record that the store's head is the last of `nodes` after this handle's append."""
+        if nodes:
+            self.head = nodes[-1].id
+            self._forking = False
+        return nodes
 
-    def _stored(self, node: SessionNode) -> SessionNode:
-        self._stored_head = node.id
-        return self.graph.add(node)
-
-    def _replace(self, graph: SessionGraph) -> None:
-        self.graph = graph
-        self._stored_head = graph.leaf
+    def _seen(self, head: str | None) -> str | None:
+        """Record the head a refresh read."""
+        self.head = head
+        self._forking = False
+        return head

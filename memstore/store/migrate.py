@@ -6,7 +6,8 @@ package (`memstore/_migrations`) in a built wheel.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from alembic.util import CommandError
 from sqlalchemy import Connection, Engine, func, select
 from sqlalchemy.exc import DBAPIError
 
@@ -23,6 +25,7 @@ from memstore.store.tables import stored_on
 
 __all__ = [
     "alembic_config",
+    "check_foreign_keys",
     "current_revision",
     "downgrade",
     "head_revision",
@@ -31,6 +34,7 @@ __all__ = [
     "is_current",
     "migrate_in",
     "migrations_dir",
+    "sqlite_foreign_keys_off",
     "upgrade",
 ]
 
@@ -115,11 +119,54 @@ def _migrate(engine: Engine, revision: str, *, upgrading: bool) -> None:
     try:
         with (
             engine.connect().execution_options(**{WRITE: True}) as connection,
+            sqlite_foreign_keys_off(connection),
             connection.begin(),
         ):
             migrate_in(connection, revision, upgrading=upgrading)
+            check_foreign_keys(connection)
     except DBAPIError as exc:
         raise MigrationError(f"migrating the database to {revision!r} failed: {exc.orig}") from exc
+    except CommandError as exc:  # an unknown or ambiguous revision, a step past either end
+        raise MigrationError(
+            f"cannot migrate the database to {revision!r}: {exc} (memstore's revisions are "
+            f"{_known_revisions()}; 'head' is the newest, 'base' removes memstore's tables)"
+        ) from exc
+
+
+def _known_revisions() -> str:
+    """memstore's revisions, oldest first, for an error message."""
+    scripts = ScriptDirectory.from_config(alembic_config()).walk_revisions()
+    return ", ".join(reversed([script.revision for script in scripts]))
+
+
+@contextmanager
+def sqlite_foreign_keys_off(connection: Connection) -> Iterator[None]:
+    """SQLite: migrate with foreign keys off (set outside the transaction), as Alembic advises.
+
+    A batch migration rebuilds a table by copying it and dropping the old one, and that DROP
+    deletes every row first: with foreign keys on, ON DELETE CASCADE would walk each parent
+    chain (a 3,000-turn session exceeds SQLite's trigger depth) and empty the child tables.
+    `check_foreign_keys` checks the result before the transaction commits.
+    """
+    if connection.dialect.name != "sqlite":
+        yield
+        return
+    driver = connection.connection.driver_connection
+    assert driver is not None
+    driver.execute("PRAGMA foreign_keys = OFF")
+    try:
+        yield
+    finally:
+        driver.execute("PRAGMA foreign_keys = ON")
+
+
+def check_foreign_keys(connection: Connection) -> None:
+    """SQLite: refuse (roll back) a migration that left a row pointing at nothing."""
+    if connection.dialect.name != "sqlite":
+        return
+    broken = connection.exec_driver_sql("PRAGMA foreign_key_check").first()
+    if broken is not None:
+        raise MigrationError(f"the migration left a {broken[0]} row whose {broken[2]} is missing")
 
 
 def upgrade(engine: Engine, revision: str = "head", *, only_if_needed: bool = False) -> None:

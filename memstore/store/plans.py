@@ -43,6 +43,7 @@ from memstore.errors import (
     UnknownSessionError,
 )
 from memstore.graph import SessionGraph
+from memstore.hashing import hash_node
 from memstore.store.bulk import paused_gc
 from memstore.store.prepared import Params, Prepared
 from memstore.store.rows import stored_rows
@@ -55,7 +56,14 @@ from memstore.store.tables import (
     session_tags,
     sessions,
 )
-from memstore.types import SessionNode, Turn, is_storable_text, validate_session_id
+from memstore.types import (
+    SessionNode,
+    Turn,
+    TurnLike,
+    is_storable_text,
+    parse_turn,
+    validate_session_id,
+)
 
 __all__ = [
     "NATIVE_AGENT",
@@ -263,25 +271,32 @@ def node_rows(session_id: str, node_ids: Iterable[str]) -> Step:
 
 
 def stored_ids(dialect: str, session_id: str, node_ids: Sequence[str]) -> Select[Any]:
-    """The ids among `node_ids` that the session holds.
+    """The ids among `node_ids` that the session holds (see `lookup_by_ids`)."""
+    return lookup_by_ids(dialect, session_id, node_ids, (nodes.c.id,))
+
+
+def lookup_by_ids(
+    dialect: str, session_id: str, node_ids: Sequence[str], columns: Sequence[Any]
+) -> Select[Any]:
+    """`columns` of the session's nodes whose ids are among `node_ids`.
 
     On PostgreSQL each id is looked up by itself (a LATERAL subquery with LIMIT 1, per id): as
     `id IN (...)`, the planner may read the whole session instead, when it thinks it small.
     """
     if dialect != "postgresql":
-        return select(nodes.c.id).where(nodes.c.session_id == session_id, nodes.c.id.in_(node_ids))
+        return select(*columns).where(nodes.c.session_id == session_id, nodes.c.id.in_(node_ids))
     given = (
         func.unnest(literal(list(node_ids), postgresql.ARRAY(Id)))
         .table_valued("id")
         .render_derived("given")
     )
     found = (
-        select(nodes.c.id)
+        select(*columns)
         .where(nodes.c.session_id == session_id, nodes.c.id == given.c.id)
         .limit(1)
         .lateral("found")
     )
-    return select(found.c.id).select_from(given).join(found, true())
+    return select(*found.c).select_from(given).join(found, true())
 
 
 def append_node(
@@ -313,6 +328,134 @@ def append_node(
     record = {"session_id": session_id, "kind": "append", "node_id": node.id, "raw": None}
     yield INSERT_RECORDS, record
     yield _MOVE_HEAD, {"session_id": session_id, "new_head": node.id, "now": now}
+
+
+def chain_nodes(parent: str | None, turns: Sequence[Turn], created_at: int) -> list[SessionNode]:
+    """`turns` as a chain of content-addressed nodes under `parent`, all made at `created_at`."""
+    chain: list[SessionNode] = []
+    for turn in turns:
+        node_id = hash_node(parent, turn, created_at)
+        chain.append(SessionNode._stored(node_id, parent, turn, created_at))
+        parent = node_id
+    return chain
+
+
+def append_turns(
+    dialect: str,
+    session_id: str,
+    turns: Iterable[TurnLike],
+    expected_head: str | Unset | None = UNSET,
+    created_at: int | None = None,
+    parent: str | Unset = UNSET,
+) -> Plan[list[SessionNode]]:
+    """Chain `turns` onto the head as it is inside this transaction (or onto `parent`: a fork)
+    and move the head to the last, writing one `append` record per turn (what appending them
+    one by one writes).
+
+    The first statement locks the session row against other writers (SQLite's BEGIN IMMEDIATE
+    has taken the database's write lock already), so concurrent calls queue up and each one's
+    chain hangs from the last one's: one linear chain, no retry. A repeat (see
+    `SessionStore.append_many`) writes nothing and returns the nodes stored the first time.
+    """
+    validate_session_id(session_id)
+    if isinstance(turns, str | bytes | Mapping | Turn):
+        raise InvalidArgumentError("append_many takes a list of turns, not one turn")
+    parsed = [parse_turn(turn) for turn in turns]
+    if created_at is not None and type(created_at) is not int:
+        raise InvalidArgumentError(f"created_at is epoch milliseconds (an int), not {created_at!r}")
+    for node_id in (expected_head, parent):
+        if isinstance(node_id, str) and (problem := node_id_problem(node_id)):
+            shown = node_id[:40]
+            raise InvalidNodeIdError(f"session {session_id!r}: node id {shown!r} {problem}")
+    return _append_turns(dialect, session_id, parsed, expected_head, created_at, parent)
+
+
+def _append_turns(
+    dialect: str,
+    session_id: str,
+    turns: Sequence[Turn],
+    expected_head: str | Unset | None,
+    created_at: int | None,
+    parent: str | Unset,
+) -> Plan[list[SessionNode]]:
+    if not turns:
+        return []
+    now = now_ms()
+    head = yield from ensure_session(dialect, session_id, now)
+    stamp = now if created_at is None else created_at
+    if not isinstance(expected_head, Unset) and head != expected_head:
+        base = expected_head if isinstance(parent, Unset) else parent
+        landed = chain_nodes(base, turns, stamp)
+        if created_at is not None and (yield from _holds_chain(dialect, session_id, landed)):
+            return landed
+        raise HeadMovedError(session_id, expected_head, head)
+    chain = chain_nodes(head if isinstance(parent, Unset) else parent, turns, stamp)
+    yield from _store_chain(dialect, session_id, chain, now)
+    return chain
+
+
+_LOOKUP_CHUNK = 500  # ids per lookup: SQLite caps a statement's parameters
+
+
+def _stored_node_rows(
+    dialect: str, session_id: str, node_ids: Sequence[str]
+) -> Plan[dict[str, tuple[Any, ...]]]:
+    """The session's nodes among `node_ids`: id -> (parent_id, created_at, turn_json)."""
+    if len(node_ids) <= 2:  # the append path's prepared statement: two lookups by key
+        wanted = [*node_ids, None][:2]
+        lookup = {"session_id": session_id, "node_id": wanted[0], "parent_id": wanted[1]}
+        rows = yield _NODE_AND_PARENT, lookup
+        return {row[0]: tuple(row[1:]) for row in rows}
+    columns = (nodes.c.id, nodes.c.parent_id, nodes.c.created_at, nodes.c.turn_json)
+    found: dict[str, tuple[Any, ...]] = {}
+    for start in range(0, len(node_ids), _LOOKUP_CHUNK):
+        chunk = node_ids[start : start + _LOOKUP_CHUNK]
+        for row in (yield lookup_by_ids(dialect, session_id, chunk, columns)):
+            found[row[0]] = tuple(row[1:])
+    return found
+
+
+def _refuse_other_content(session_id: str, node: SessionNode, stored: tuple[Any, ...]) -> None:
+    """Raise NodeConflictError if the stored row of `node`'s id holds other content."""
+    if stored != (node.parent, node.created_at, node.turn.json_text()):
+        raise NodeConflictError(
+            f"session {session_id!r} already holds node {node.id!r} with different content"
+        )
+
+
+def _holds_chain(dialect: str, session_id: str, chain: Sequence[SessionNode]) -> Plan[bool]:
+    """Whether the session holds every node of `chain` already (the batch landed before)."""
+    found = yield from _stored_node_rows(dialect, session_id, [node.id for node in chain])
+    for node in chain:
+        if node.id not in found:
+            return False
+        _refuse_other_content(session_id, node, found[node.id])
+    return True
+
+
+def _store_chain(
+    dialect: str, session_id: str, chain: Sequence[SessionNode], now: int
+) -> Plan[None]:
+    """Insert the chain's new nodes, log one append per node and move the head to the last."""
+    parent = chain[0].parent
+    wanted = [node.id for node in chain] + ([parent] if parent is not None else [])
+    found = yield from _stored_node_rows(dialect, session_id, wanted)
+    if parent is not None and parent not in found:
+        raise UnknownNodeError(session_id, parent)
+    new: list[SessionNode] = []
+    for node in chain:
+        if node.id in found:
+            _refuse_other_content(session_id, node, found[node.id])
+        else:
+            new.append(node)
+    if new:
+        yield from insert_nodes(dialect, session_id, new)
+    logged = [
+        {"session_id": session_id, "kind": "append", "node_id": node.id, "raw": None}
+        for node in chain
+    ]
+    yield INSERT_RECORDS, logged[0] if len(logged) == 1 else logged
+    yield _MOVE_HEAD, {"session_id": session_id, "new_head": chain[-1].id, "now": now}
 
 
 def insert_nodes(dialect: str, session_id: str, new_nodes: Sequence[SessionNode]) -> Plan[None]:

@@ -92,6 +92,9 @@ def run(engine: Engine, plan: Plan[T], *, write: bool, action: str) -> T:
 class SessionStore:
     """Branchable session DAGs in a SQL database (SQLite by default, or PostgreSQL).
 
+    One store may be shared by every thread of a process: each call is its own transaction on a
+    connection of the engine's pool. Open it in each process (after a fork, not before).
+
     Args:
         url: a database URL (`sqlite:///path.db`, `postgresql://host/db`) or an Engine.
         migrators: applied, in order, to every record imported from JSONL files.
@@ -162,6 +165,72 @@ class SessionStore:
         """
         plan = plans.append_node(self.dialect, session_id, node, expected_head)
         self._run(plan, write=True, action=f"appending to session {session_id!r}")
+
+    def append(
+        self,
+        session_id: str,
+        turn: TurnLike,
+        *,
+        expected_head: str | Unset | None = UNSET,
+        created_at: int | None = None,
+        parent: str | Unset = UNSET,
+    ) -> SessionNode:
+        """Append `turn` at the session's head, whatever other writers do meanwhile.
+
+        The head is read inside the writing transaction, whose first statement locks the session
+        against other writers, so concurrent appends to one session make one linear chain with
+        no retry and no fork. The node's id is its content address (parent, turn, created_at).
+        `expected_head`, `created_at` and `parent` work as in `append_many`.
+
+        Raises:
+            HeadMovedError: `expected_head` was given and the head is elsewhere.
+            InvalidTurnError: `turn` breaks the contract; nothing was written.
+        """
+        (node,) = self.append_many(
+            session_id, [turn], expected_head=expected_head, created_at=created_at, parent=parent
+        )
+        return node
+
+    def append_many(
+        self,
+        session_id: str,
+        turns: Iterable[TurnLike],
+        *,
+        expected_head: str | Unset | None = UNSET,
+        created_at: int | None = None,
+        parent: str | Unset = UNSET,
+    ) -> list[SessionNode]:
+        """Append `turns` at the session's head as one chain, in one transaction: all or nothing.
+
+        The records written, and so the JSONL export, are those of appending the turns one by
+        one at `created_at` (epoch ms; default: now), each node a child of the one before.
+
+        A call is a *repeat* of an earlier one that succeeded when it has the same session, the
+        same `expected_head`, the same turns (same JSON text) and the same explicit
+        `created_at`: its nodes' content addresses are then those stored. A repeat writes
+        nothing (no node, record or head move, even if other writers appended since) and returns
+        the stored nodes. So a retry after a lost acknowledgement is safe when the call passes
+        both `expected_head` and `created_at`; without them every call appends anew.
+
+        Args:
+            session_id: the session (created if missing).
+            turns: Turn models or wire dicts, oldest first; [] writes nothing.
+            expected_head: compare-and-set: append only if the head is still this id (None: the
+                session is empty).
+            created_at: every new node's time, epoch ms.
+            parent: chain from this node instead of the head (a fork); the head still moves
+                to the new chain's end.
+
+        Raises:
+            HeadMovedError: `expected_head` was given, the head is elsewhere, and the call is no
+                repeat.
+            InvalidTurnError: a turn breaks the contract; nothing was written.
+            UnknownNodeError: the session has no node `parent`; nothing was written.
+        """
+        plan = plans.append_turns(
+            self.dialect, session_id, turns, expected_head, created_at, parent
+        )
+        return self._run(plan, write=True, action=f"appending to session {session_id!r}")
 
     def load_session(self, session_id: str) -> SessionGraph:
         """The whole DAG of a session; a missing session is an empty graph."""
@@ -457,23 +526,46 @@ class SessionStore:
             return run_read_only(self.engine, sql, limit=limit)
 
     def session(self, session_id: str) -> SessionHandle:
-        """A handle on one session: its graph, loaded now, and appends that persist at once."""
-        return SessionHandle(self, session_id, self.load_session(session_id))
+        """A light handle on one session: it reads the head (one query), not the graph."""
+        return SessionHandle(self, session_id, self.head(session_id))
 
 
 class SessionHandle(HandleBase):
-    """One session's graph, kept in step with the store (see HandleBase)."""
+    """One session, through a SessionStore (see HandleBase)."""
 
-    def __init__(self, store: SessionStore, session_id: str, graph: SessionGraph) -> None:
-        super().__init__(session_id, graph)
+    def __init__(self, store: SessionStore, session_id: str, head: str | None) -> None:
+        super().__init__(session_id, head)
         self.store = store
 
-    def append(self, turn: TurnLike) -> SessionNode:
-        """Append `turn` after the local head and persist it, or raise and change nothing."""
-        node, expected_head = self._prepare(turn)
-        self.store.append_node(self.session_id, node, expected_head=expected_head)
-        return self._stored(node)
+    def append(self, turn: TurnLike, *, expected_head: str | Unset | None = UNSET) -> SessionNode:
+        """Append `turn` at the store's head (or after `branch_from`'s node) and persist it.
 
-    def refresh(self) -> None:
-        """Reload the graph from the store (after another writer moved the head)."""
-        self._replace(self.store.load_session(self.session_id))
+        Raises:
+            HeadMovedError: `expected_head` was given and the head is elsewhere.
+        """
+        (node,) = self.append_many([turn], expected_head=expected_head)
+        return node
+
+    def append_many(
+        self, turns: Iterable[TurnLike], *, expected_head: str | Unset | None = UNSET
+    ) -> list[SessionNode]:
+        """Append `turns` as one chain (see `SessionStore.append_many`), at the store's head or
+        after `branch_from`'s node."""
+        nodes = self.store.append_many(
+            self.session_id, turns, expected_head=expected_head, parent=self._fork_parent()
+        )
+        return self._moved_to(nodes)
+
+    def refresh(self) -> str | None:
+        """Read the store's head again (one query), after other writers appended; returns it."""
+        return self._seen(self.store.head(self.session_id))
+
+    def path(self, *, last: int | None = None) -> list[Turn]:
+        """The turns from the root (or the newest `last`) to this handle's head."""
+        if self.head is None:
+            return []
+        return self.store.load_path(self.session_id, self.head, last=last)
+
+    def load_graph(self) -> SessionGraph:
+        """The session's whole DAG, loaded now (its `leaf` is the store's head)."""
+        return self.store.load_session(self.session_id)
