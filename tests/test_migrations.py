@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import multiprocessing
 import os
@@ -17,8 +18,10 @@ import sqlalchemy
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from memstore import SessionGraph
+from memstore import SessionGraph, jsjson
 from memstore.errors import MigrationError
 from memstore.store import SessionStore, create_store_engine
 from memstore.store.migrate import (
@@ -32,6 +35,7 @@ from memstore.store.rows import block_rows, derived_text, search_text
 from memstore.store.tables import metadata
 
 from .conftest import LEGACY
+from .strategies import wire_turns
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -365,5 +369,49 @@ def test_0016_stores_a_turn_once_and_keeps_every_view_row(sqlite_url: str) -> No
         assert store.delete_session("branching")
         _fts_check(sqlite_url)  # the delete trigger removed exactly what was indexed
         assert "branching" not in {hit.session_id for hit in store.search("crash", limit=1000)}
+    finally:
+        store.close()
+
+
+def test_0016_sql_derives_what_the_store_indexed_for_any_turn(sqlite_url: str) -> None:
+    """The store indexes the search text it computes; the view, the snippets and the delete
+    trigger derive it in SQL: for any valid turn they must agree, or FTS5's index would break."""
+    store = SessionStore(sqlite_url)
+    path = sqlite_url.removeprefix("sqlite:///")
+    session = itertools.count()
+
+    @settings(max_examples=150, deadline=None)
+    @given(st.lists(wire_turns, min_size=1, max_size=3))
+    def check(turns: list[dict[str, object]]) -> None:
+        session_id = f"s{next(session)}"
+        graph = SessionGraph(session_id)
+        for turn in turns:
+            store.append_node(session_id, graph.append(turn))
+        with sqlite3.connect(path) as connection:
+            connection.text_factory = derived_text
+            rows = connection.execute(
+                "SELECT n.id, n.turn_json, s.search_text FROM nodes AS n "
+                "JOIN node_search AS s ON s.pk = n.pk WHERE n.session_id = ?",
+                (session_id,),
+            ).fetchall()
+            for node_id, turn_json, derived in rows:
+                assert derived == search_text(jsjson.loads(turn_json))
+                expected = [
+                    (b["position"], b["kind"], b["text"], b["input_json"], b["output_json"])
+                    for b in block_rows(session_id, node_id, jsjson.loads(turn_json))
+                ]
+                blocks = connection.execute(
+                    "SELECT position, kind, text, input_json, output_json FROM blocks "
+                    "WHERE session_id = ? AND node_id = ? ORDER BY position",
+                    (session_id, node_id),
+                ).fetchall()
+                assert blocks == expected
+        connection.close()
+        assert store.delete_session(session_id)
+        _fts_check(sqlite_url)
+
+    try:
+        check()
+        assert next(session) > 50  # the examples ran
     finally:
         store.close()
