@@ -12,6 +12,7 @@ from memstore.errors import (
     BrokenLineageError,
     CondensationError,
     DatabaseError,
+    DatabaseTooNewError,
     GraphError,
     HeadMovedError,
     InvalidArgumentError,
@@ -26,8 +27,10 @@ from memstore.errors import (
     NodeConflictError,
     OutputFileError,
     QueryError,
+    ReadOnlyStoreError,
     SessionExistsError,
     StoreError,
+    StoreNotReadyError,
     UnknownNodeError,
     UnknownSessionError,
 )
@@ -62,6 +65,7 @@ if TYPE_CHECKING:
         SessionStore,
     )
     from memstore.store.aio import AsyncSessionHandle, AsyncSessionStore
+    from memstore.store.names import include_object
     from memstore.store.plans import (
         StoreStats,
     )
@@ -143,6 +147,7 @@ _EXPORTED_FROM: dict[str, tuple[str, ...]] = {
         "SessionInfo",
         "SessionStore",
     ),
+    "memstore.store.names": ("include_object",),
     "memstore.store.plans": ("StoreStats",),
     "memstore.store.readonly": ("QueryResult",),
     "memstore.store.search": ("SearchHit",),
@@ -233,6 +238,7 @@ __all__ = [
     "CondensationError",
     "Conversation",
     "DatabaseError",
+    "DatabaseTooNewError",
     "FaultedEvent",
     "GraphError",
     "HeadMovedError",
@@ -256,6 +262,7 @@ __all__ = [
     "PendingTool",
     "QueryError",
     "QueryResult",
+    "ReadOnlyStoreError",
     "RunError",
     "RunEvent",
     "RunLedger",
@@ -273,6 +280,7 @@ __all__ = [
     "SnapshotAccumulator",
     "SnapshotEvent",
     "StoreError",
+    "StoreNotReadyError",
     "StoreStats",
     "StreamDone",
     "StreamError",
@@ -300,6 +308,7 @@ __all__ = [
     "estimate_context_tokens",
     "find_cut_point",
     "hash_node",
+    "include_object",
     "jsjson",
     "parse_turn",
     "render_transcript",

@@ -28,7 +28,7 @@ from rich.markup import escape
 from memstore import __version__
 from memstore._package import DISTRIBUTION
 from memstore.errors import InvalidArgumentError, MemstoreError, OutputFileError, StoreError
-from memstore.store import DEFAULT_URL
+from memstore.store import DEFAULT_URL, SCHEMA_VARIABLE
 
 if TYPE_CHECKING:
     from memstore.store import SessionInfo, SessionStore
@@ -62,6 +62,7 @@ class Settings:
     """Options shared by every command."""
 
     db: str
+    schema: str | None = None
 
 
 def friendly_errors(command: Callable[P, R]) -> Callable[P, R]:
@@ -79,12 +80,18 @@ def friendly_errors(command: Callable[P, R]) -> Callable[P, R]:
     return run
 
 
-def open_store(ctx: typer.Context, *, auto_migrate: bool = True) -> SessionStore:
-    """The store named by `--db` / MEMSTORE_DB."""
+def open_store(
+    ctx: typer.Context, *, auto_migrate: bool = True, read_only: bool = False
+) -> SessionStore:
+    """The store named by `--db` / MEMSTORE_DB (and `--schema` / MEMSTORE_SCHEMA). Commands that
+    only read open it `read_only`: nothing is created or migrated, and a database that is not
+    ready is one line saying what to run."""
     from memstore.store import SessionStore
 
     settings: Settings = ctx.obj
-    return SessionStore(settings.db, auto_migrate=auto_migrate)
+    return SessionStore(
+        settings.db, auto_migrate=auto_migrate, read_only=read_only, schema=settings.schema
+    )
 
 
 def existing_session(store: SessionStore, session_id: str) -> SessionInfo:
@@ -130,6 +137,16 @@ def options(
             show_default=True,
         ),
     ] = DEFAULT_URL,
+    schema: Annotated[
+        str | None,
+        typer.Option(
+            "--schema",
+            envvar=SCHEMA_VARIABLE,
+            help="PostgreSQL: the schema memstore's tables live in (default: the connection's "
+            "current schema, usually public).",
+            show_default=False,
+        ),
+    ] = None,
     version: Annotated[
         bool,
         typer.Option(
@@ -138,7 +155,7 @@ def options(
     ] = False,
 ) -> None:
     """A memory LLM agents can trust: branchable sessions in SQLite or PostgreSQL."""
-    ctx.obj = Settings(db=db)
+    ctx.obj = Settings(db=db, schema=schema or None)
 
 
 @db_app.command("upgrade")
@@ -187,16 +204,34 @@ def db_current(
     ctx: typer.Context,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Show the schema revision of the database and the newest one memstore knows."""
-    from memstore.store.migrate import head_revision
+    """Show the schema revision of the database and the newest one memstore knows.
 
-    with open_store(ctx, auto_migrate=False) as store:
+    The exit status is 0 when the database is up to date, 1 otherwise (no memstore tables, an
+    older revision, or a newer memstore's). It only reads: a missing file is not created.
+    """
+    from memstore.store.engine import upgrade_command
+    from memstore.store.migrate import head_revision, is_known_revision, newer_database_message
+
+    with open_store(ctx, auto_migrate=False, read_only=True) as store:
         current, head = store.schema_revision(), head_revision()
-    if as_json:
-        emit_json(json_record({"current": current, "head": head, "up_to_date": current == head}))
+        command = upgrade_command(store.engine.url, store.schema)
+    if current is None:
+        state = "behind"
+        line = f"revision none (no memstore tables): create them with {command}"
+    elif current == head:
+        state, line = "current", f"revision {current}: up to date"
+    elif is_known_revision(current):
+        state = "behind"
+        line = f"revision {current}: behind (newest is {head}): upgrade with {command}"
     else:
-        state = "up to date" if current == head else f"behind (newest is {head})"
-        out.print(f"revision {current or 'none (empty database)'}: {state}")
+        state, line = "newer", newer_database_message("the database", current)
+    if as_json:
+        record = {"current": current, "head": head, "up_to_date": current == head, "state": state}
+        emit_json(json_record(record))
+    else:
+        out.print(escape(line), soft_wrap=True, highlight=False)
+    if state != "current":
+        raise typer.Exit(1)
 
 
 class ImportSource(enum.StrEnum):
@@ -534,7 +569,7 @@ def export(
         form = ExportFormat.JSONL
     form = form or _format_of(output if session is not None else None)
     suffix = f".{form.value}"
-    with open_store(ctx) as store:
+    with open_store(ctx, read_only=True) as store:
         if session is not None:
             target = output or export_file(Path("."), session, suffix)
             if to is not None:
@@ -605,7 +640,7 @@ def list_sessions(
     """
     from memstore.terminal import data_table, format_time
 
-    with open_store(ctx) as store:
+    with open_store(ctx, read_only=True) as store:
         infos = store.sessions(tag=tag, limit=limit)
     if as_json:
         emit_json([_session_json(info) for info in infos])
@@ -653,7 +688,7 @@ def tree(
     """Draw a session's DAG: its branches, the head marked, each turn on one line."""
     from memstore.terminal import render_tree
 
-    with open_store(ctx) as store:
+    with open_store(ctx, read_only=True) as store:
         existing_session(store, session)
         graph = store.load_session(session)
     if as_json:
@@ -679,7 +714,7 @@ def show(
     from memstore import jsjson
     from memstore.terminal import render_transcript
 
-    with open_store(ctx) as store:
+    with open_store(ctx, read_only=True) as store:
         existing_session(store, session)
         if leaf is not None:
             leaf = store.resolve_node_id(session, leaf)  # a short id, as the tables show them
@@ -702,7 +737,7 @@ def search(
     """Full-text search over text, thinking, tool calls and results, on every branch."""
     from memstore.terminal import data_table, format_time
 
-    with open_store(ctx) as store:
+    with open_store(ctx, read_only=True) as store:
         if session is not None:
             existing_session(store, session)
         hits = store.search(query, session_id=session, limit=limit)
@@ -736,7 +771,7 @@ def sql(
     """Run one read-only SQL query (the views turns, blocks, tool_calls, session_stats help)."""
     from memstore.terminal import data_table
 
-    with open_store(ctx) as store:
+    with open_store(ctx, read_only=True) as store:
         result = store.read_only_query(statement, limit=limit)
     if as_json:
         emit_json([dict(zip(result.columns, row, strict=True)) for row in result.rows])
@@ -758,7 +793,7 @@ def stats(
     """Totals over the store: sessions, nodes, tool calls, failures, most used tools."""
     from memstore.terminal import data_table
 
-    with open_store(ctx) as store:
+    with open_store(ctx, read_only=True) as store:
         totals = store.stats()
     if as_json:
         emit_json(json_record(totals))

@@ -21,6 +21,9 @@ MemstoreError
     ├── SessionExistsError  a session id that is taken, where a new one is required
     ├── DatabaseError       the database failed (connection, lock, disk)
     ├── QueryError          a read-only query refused or failed
+    ├── ReadOnlyStoreError  a write through a store opened for reading only
+    ├── StoreNotReadyError  no memstore database there, or one at another revision
+    │   └── DatabaseTooNewError  a database a newer memstore has migrated
     └── MigrationError      the schema could not be brought up to date
 """
 
@@ -138,6 +141,21 @@ class DatabaseError(StoreError):
 
 class QueryError(StoreError):
     """A read-only query that was refused or failed (`memstore sql`)."""
+
+
+class ReadOnlyStoreError(StoreError):
+    """A write (an append, an import, a migration) through a store opened with read_only=True."""
+
+
+class StoreNotReadyError(StoreError):
+    """A store opened for reading where there is no memstore database at this memstore's
+    revision: a missing file, a database without memstore's tables, or one at an older revision.
+    The message says what to run; nothing was created or changed."""
+
+
+class DatabaseTooNewError(StoreNotReadyError):
+    """A database at a memstore revision this memstore does not know: a newer memstore migrated
+    it. The message names the package to upgrade; nothing was changed."""
 
 
 class MigrationError(StoreError):

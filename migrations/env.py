@@ -2,7 +2,12 @@
 
 The database comes from, in order: a connection handed in by memstore itself, `-x url=...` on
 the alembic command line, the `MEMSTORE_DB` environment variable, `sqlalchemy.url` in
-alembic.ini, and finally memstore's default (`sqlite:///memstore.db`).
+alembic.ini, and finally memstore's default (`sqlite:///memstore.db`). A PostgreSQL schema for
+memstore comes from memstore's connection, or `-x schema=...`, or `MEMSTORE_SCHEMA`.
+
+The revision is kept in `memstore_alembic_version`, never in the application's `alembic_version`;
+an upgrade or downgrade first moves a revision an earlier memstore kept there, and a downgrade to
+base removes memstore's version table with the rest.
 """
 
 from __future__ import annotations
@@ -12,19 +17,37 @@ import os
 from alembic import context
 from sqlalchemy import Connection
 
+from memstore.store import SCHEMA_VARIABLE
 from memstore.store.engine import DEFAULT_URL, WRITE, create_store_engine
 from memstore.store.migrate import (
+    adopt_legacy_version,
     check_foreign_keys,
+    drop_empty_version_table,
     include_name,
     include_object_on,
     sqlite_foreign_keys_off,
+    version_table_options,
 )
+from memstore.store.names import VERSION_TABLE
 from memstore.store.tables import metadata
 
 config = context.config
 
 
+def _changes_the_database() -> bool:
+    """Whether this command migrates or stamps: only those name a destination revision
+    (`current`, `check` and autogenerate only look)."""
+    try:
+        context.get_revision_argument()
+    except KeyError:
+        return False
+    return True
+
+
 def _run(connection: Connection) -> None:
+    changing = _changes_the_database()
+    if changing:
+        adopt_legacy_version(connection)
     context.configure(
         connection=connection,
         target_metadata=metadata,
@@ -32,9 +55,12 @@ def _run(connection: Connection) -> None:
         compare_type=True,
         include_name=include_name,
         include_object=include_object_on(connection.dialect.name),
+        **version_table_options(connection),
     )
     with context.begin_transaction():
         context.run_migrations()
+        if changing:
+            drop_empty_version_table(connection)
 
 
 def _url() -> str:
@@ -46,13 +72,21 @@ def _url() -> str:
     )
 
 
+def _schema() -> str | None:
+    return (
+        context.get_x_argument(as_dictionary=True).get("schema")
+        or os.environ.get(SCHEMA_VARIABLE)
+        or None
+    )
+
+
 def run_migrations_online() -> None:
     """Migrate through memstore's connection, or open one from the configured URL."""
     connection = config.attributes.get("connection")
     if connection is not None:
         _run(connection)
         return
-    engine = create_store_engine(_url())
+    engine = create_store_engine(_url(), schema=_schema())
     try:
         with (
             engine.connect().execution_options(**{WRITE: True}) as fresh,
@@ -66,7 +100,13 @@ def run_migrations_online() -> None:
 
 
 if context.is_offline_mode():
-    context.configure(url=_url(), target_metadata=metadata, literal_binds=True)
+    context.configure(
+        url=_url(),
+        target_metadata=metadata,
+        literal_binds=True,
+        version_table=VERSION_TABLE,
+        version_table_schema=_schema(),
+    )
     with context.begin_transaction():
         context.run_migrations()
 else:

@@ -69,15 +69,23 @@ def test_export_needs_a_session_or_all(sqlite_url: str, tmp_path: Path) -> None:
     code, _, stderr = invoke(sqlite_url, "export", "-o", str(tmp_path / "x"))
     assert code == 2
     assert "--all" in stderr
+    assert invoke(sqlite_url, "db", "upgrade")[0] == 0
     code, _, stderr = invoke(sqlite_url, "export", "nope", "-o", str(tmp_path / "x.jsonl"))
     assert code == 1
     assert stderr.strip() == "error: no session 'nope'"
 
 
 def test_db_current_json(sqlite_url: str) -> None:
+    assert invoke(sqlite_url, "db", "upgrade", "0011")[0] == 0
+    code, stdout, _ = invoke(sqlite_url, "db", "current", "--json")
+    assert code == 1  # not up to date
+    expected = {"current": "0011", "head": head_revision(), "upToDate": False, "state": "behind"}
+    assert json.loads(stdout) == expected
+    assert invoke(sqlite_url, "db", "upgrade")[0] == 0
     code, stdout, _ = invoke(sqlite_url, "db", "current", "--json")
     assert code == 0
-    assert json.loads(stdout) == {"current": None, "head": head_revision(), "upToDate": False}
+    expected = {"current": head_revision(), "head": head_revision(), "upToDate": True}
+    assert json.loads(stdout) == {**expected, "state": "current"}
 
 
 def test_demo_builds_sessions_and_is_repeatable(sqlite_url: str, tmp_path: Path) -> None:
@@ -192,6 +200,7 @@ def test_export_markdown_and_html(imported: str, tmp_path: Path) -> None:
     [["tree", "nope"], ["show", "nope"], ["export", "nope", "--format", "md", "-o", "x.md"]],
 )
 def test_unknown_sessions_are_one_line(sqlite_url: str, args: list[str]) -> None:
+    assert invoke(sqlite_url, "db", "upgrade")[0] == 0
     code, _, stderr = invoke(sqlite_url, *args)
     assert code == 1
     assert stderr.strip() == "error: no session 'nope'"

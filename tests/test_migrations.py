@@ -72,7 +72,7 @@ def test_upgrade_and_downgrade_base_round_trip(database_url: str) -> None:
         assert {"sessions", "nodes", "records", "session_tags"} <= table_names(database_url)
         store.downgrade_schema("base")
         assert store.schema_revision() is None
-        assert table_names(database_url) <= {"alembic_version"}
+        assert table_names(database_url) == set()  # the version table goes too
     finally:
         store.close()
 
@@ -184,7 +184,10 @@ def test_the_alembic_command_line_upgrades_and_downgrades(sqlite_url: str) -> No
 
 def test_the_memstore_db_commands(database_url: str) -> None:
     memstore = [sys.executable, "-m", "memstore.cli", "--db", database_url]
-    assert "none" in run(*memstore, "db", "current")
+    if database_url.startswith("postgresql"):  # a SQLite file is not there yet: nothing to show
+        current = subprocess.run([*memstore, "db", "current"], capture_output=True, text=True)
+        assert current.returncode == 1  # not up to date
+        assert "revision none (no memstore tables): create them with" in current.stdout
     assert head_revision() in run(*memstore, "db", "upgrade")
     assert "up to date" in run(*memstore, "db", "current")
     assert "base" in run(*memstore, "db", "downgrade", "base", "--yes")

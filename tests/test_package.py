@@ -132,6 +132,12 @@ def test_import_memstore_loads_no_database_code() -> None:
     assert {"sqlalchemy", "memstore.store.sync"} <= loaded
 
 
+def test_include_object_for_an_applications_env_py_loads_no_database_code() -> None:
+    loaded = loaded_modules_after("from memstore import include_object")
+    assert "memstore.store.names" in loaded
+    assert not {name for name in loaded if name.startswith(HEAVY)}
+
+
 def test_help_loads_no_database_code() -> None:
     code = (
         "import sys\nsys.argv = ['memstore', '--help']\nfrom memstore.cli import main\n"

@@ -56,3 +56,12 @@ def _tree_parents(tree: str) -> dict[str, str]:
         parents[name] = path[depth]
         path.append(name)
     return parents
+
+
+def test_include_object_is_alembics_filter_for_an_application() -> None:
+    import inspect
+
+    parameters = list(inspect.signature(memstore.include_object).parameters)
+    assert parameters == ["object_", "name", "type_", "reflected", "compare_to"]
+    assert "include_object" in memstore.__all__
+    assert memstore.include_object(None, "nodes", "table", True, None) is False

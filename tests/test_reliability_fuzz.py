@@ -362,7 +362,7 @@ def reads_are_harmless(store: SessionStore, session_id: str, tmp_path: Path) -> 
             store.session_info(session_id)
         with pytest.raises(UnknownSessionError):
             store.export_jsonl(session_id, tmp_path / "never.jsonl")
-        assert store.session(session_id).graph.size == 0
+        assert store.session(session_id).load_graph().size == 0
     except InvalidSessionIdError:
         pass
     assert not (tmp_path / "never.jsonl").exists()

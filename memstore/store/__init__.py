@@ -19,6 +19,10 @@ if TYPE_CHECKING:
 DEFAULT_URL = "sqlite:///memstore.db"
 """Where the store lives when no URL is given: a SQLite file in the working directory."""
 
+SCHEMA_VARIABLE = "MEMSTORE_SCHEMA"
+"""The environment variable naming memstore's PostgreSQL schema for the command line and
+Alembic (unset: the connection's current schema, usually `public`)."""
+
 _MODULE_OF = {
     "CompactionResult": "memstore.store.compaction",
     "create_store_engine": "memstore.store.engine",
@@ -40,6 +44,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "DEFAULT_URL",
+    "SCHEMA_VARIABLE",
     "UNSET",
     "CompactionResult",
     "SessionHandle",

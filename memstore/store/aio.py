@@ -15,25 +15,28 @@ from typing import Any, TypeVar
 from sqlalchemy.engine import URL, Engine
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
-from memstore.errors import MemstoreError
+from memstore.errors import InvalidArgumentError, MemstoreError, ReadOnlyStoreError
 from memstore.graph import SessionGraph
 from memstore.store import compaction, foreign, plans, search, transfer
 from memstore.store.engine import (
     ASYNC_DRIVERS,
     BUSY_TIMEOUT_SECONDS,
     DEFAULT_URL,
+    SCHEMA,
     WRITE,
+    check_schema,
     configure_postgresql,
     configure_sqlite,
     create_store_engine,
     driver_installed,
     parse_url,
     refuse_memory_sqlite,
+    sqlite_read_uri,
 )
 from memstore.store.errors import translate_database_errors
 from memstore.store.files import atomic_text_file
 from memstore.store.handle import HandleBase
-from memstore.store.migrate import is_current, migrate_in
+from memstore.store.migrate import check_ready, is_current, migrate_in, require_ready
 from memstore.store.plans import UNSET, Plan, SessionInfo, Step, StoreStats, Unset, as_call
 from memstore.store.prepared import Prepared, PreparedRows
 from memstore.store.readonly import QueryResult, run_read_only
@@ -57,20 +60,59 @@ __all__ = ["AsyncSessionHandle", "AsyncSessionStore", "create_async_store_engine
 T = TypeVar("T")
 
 
-def create_async_store_engine(url: str | URL = DEFAULT_URL, **kwargs: Any) -> AsyncEngine:
-    """An async engine for the store (aiosqlite for SQLite, psycopg 3 for PostgreSQL)."""
+def _aiosqlite_reader(parsed: URL) -> Any:
+    """An `async_creator` that opens the file for reading only (see `sqlite_read_uri`)."""
+    uri = sqlite_read_uri(parsed)
+
+    async def connect() -> Any:
+        import aiosqlite
+
+        return await aiosqlite.connect(
+            uri, uri=True, timeout=BUSY_TIMEOUT_SECONDS, check_same_thread=False
+        )
+
+    return connect
+
+
+def create_async_store_engine(
+    url: str | URL = DEFAULT_URL,
+    *,
+    schema: str | None = None,
+    read_only: bool = False,
+    **kwargs: Any,
+) -> AsyncEngine:
+    """An async engine for the store (aiosqlite for SQLite, psycopg 3 for PostgreSQL); `schema`
+    and `read_only` as for `create_store_engine`."""
     parsed = parse_url(url, ASYNC_DRIVERS)
+    check_schema(parsed, schema)
     sqlite = parsed.get_backend_name() == "sqlite"
     if sqlite:
         refuse_memory_sqlite(parsed)
         kwargs.setdefault("connect_args", {}).setdefault("timeout", BUSY_TIMEOUT_SECONDS)
+        if read_only:
+            kwargs.setdefault("async_creator", _aiosqlite_reader(parsed))
     with driver_installed(parsed):
         engine = create_async_engine(parsed, **kwargs)
     if sqlite:
-        configure_sqlite(engine.sync_engine)
+        configure_sqlite(engine.sync_engine, read_only=read_only)
     else:
-        configure_postgresql(engine.sync_engine)
+        configure_postgresql(engine.sync_engine, schema=schema, read_only=read_only)
+        engine.sync_engine.update_execution_options(**{SCHEMA: schema})
     return engine
+
+
+def _async_store_engine(
+    url: str | URL | AsyncEngine, schema: str | None, read_only: bool
+) -> AsyncEngine:
+    """The engine an AsyncSessionStore runs on (see `engine.store_engine`)."""
+    if not isinstance(url, AsyncEngine):
+        return create_async_store_engine(url, schema=schema, read_only=read_only)
+    if schema is not None and schema != url.sync_engine.get_execution_options().get(SCHEMA):
+        raise InvalidArgumentError(
+            f"the engine given was not made for schema {schema!r}: make it with "
+            "create_async_store_engine(url, schema=...) and leave schema out here"
+        )
+    return url
 
 
 async def execute(connection: AsyncConnection, step: Step, driver: Any = None) -> Any:
@@ -102,8 +144,9 @@ async def drive(plan: Plan[T], connection: AsyncConnection) -> T:
 
 
 class AsyncSessionStore:
-    """The async twin of SessionStore: the same methods, awaited. Call `await store.open()`
-    (or use `async with`) before the first operation when `auto_migrate` is on.
+    """The async twin of SessionStore: the same methods and options, awaited. Call
+    `await store.open()` (or use `async with`) before the first operation when `auto_migrate`
+    is on: it migrates, or with `read_only=True` checks, the schema.
 
     One store may be shared by every task of its event loop (not by several loops or threads).
     """
@@ -114,8 +157,12 @@ class AsyncSessionStore:
         *,
         migrators: Sequence[Migrator] = (),
         auto_migrate: bool = True,
+        read_only: bool = False,
+        schema: str | None = None,
     ) -> None:
-        self.engine = url if isinstance(url, AsyncEngine) else create_async_store_engine(url)
+        self.engine = _async_store_engine(url, schema, read_only)
+        self.schema: str | None = self.engine.sync_engine.get_execution_options().get(SCHEMA)
+        self.read_only = read_only
         self.migrators = tuple(migrators)
         self.dialect = self.engine.dialect.name
         self._auto_migrate = auto_migrate
@@ -123,12 +170,36 @@ class AsyncSessionStore:
         self._sync_engine: Engine | None = None
 
     async def open(self) -> AsyncSessionStore:
-        """Bring the schema up to date (once; later calls return at once)."""
+        """Bring the schema up to date, or check it is when read-only (once; later calls return
+        at once)."""
         if self._auto_migrate and not self._opened:
-            with translate_database_errors("opening the store"):
-                await self._upgrade_if_needed()
+            try:
+                with translate_database_errors("opening the store"):
+                    if self.read_only:
+                        await self._check_ready()
+                    else:
+                        await self._upgrade_if_needed()
+            except BaseException:
+                await self.close()  # no connection left open behind a store that never opened
+                raise
         self._opened = True
         return self
+
+    async def _check_ready(self) -> None:
+        """See `SessionStore`'s read_only: SQLite's check runs on its own driver, in a thread."""
+        if self.dialect == "sqlite":
+            await asyncio.to_thread(check_ready, self._sync())
+            return
+        async with self.engine.connect() as connection:
+            await connection.run_sync(require_ready)
+
+    def _writable(self, action: str) -> None:
+        """Refuse a write through a store opened for reading only."""
+        if self.read_only:
+            raise ReadOnlyStoreError(
+                f"{action}: this store was opened read-only (read_only=True); open it without "
+                "read_only to write"
+            )
 
     async def _upgrade_if_needed(self) -> None:
         async with self.engine.connect() as connection:
@@ -154,6 +225,8 @@ class AsyncSessionStore:
     @asynccontextmanager
     async def transaction(self, *, write: bool) -> AsyncIterator[AsyncConnection]:
         """A connection inside one transaction; writing ones take SQLite's write lock at once."""
+        if write:
+            self._writable("a writing transaction")
         if not self._opened:
             await self.open()
         async with self.engine.connect() as connection:
@@ -166,7 +239,11 @@ class AsyncSessionStore:
         """A sync engine on the same database (made once)."""
         if self._sync_engine is None:
             url = self.engine.url
-            self._sync_engine = create_store_engine(url.set(drivername=url.get_backend_name()))
+            self._sync_engine = create_store_engine(
+                url.set(drivername=url.get_backend_name()),
+                schema=self.schema,
+                read_only=self.read_only,
+            )
         return self._sync_engine
 
     async def _run(self, plan: Plan[T], *, write: bool, action: str) -> T:
@@ -180,6 +257,8 @@ class AsyncSessionStore:
         """Run a plan on SQLite's own driver, the whole transaction in a worker thread: through
         aiosqlite every statement was a round trip to its thread, and an append took 10x the
         sync store's time. The event loop waits on one thread hop per operation instead."""
+        if write:
+            self._writable(action)
         if not self._opened:
             await self.open()
         return await asyncio.to_thread(sync_run, self._sync(), plan, write=write, action=action)

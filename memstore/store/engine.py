@@ -8,14 +8,27 @@ two writers never deadlock on a lock upgrade.
 
 PostgreSQL connections plan every statement for the parameters and table sizes of the moment
 (`plan_cache_mode = force_custom_plan`): a generic plan cached while the tables were small, by the
-driver's prepared statements or by the foreign key checks, would keep scanning as they grow.
+driver's prepared statements or by the foreign key checks, would keep scanning as they grow. With
+a `schema`, every connection's `search_path` is that schema alone, so that every memstore object
+(its version table included) is made and found there.
+
+A read-only engine never creates the SQLite file and cannot write: SQLite connections are opened
+`mode=rw` with `query_only` where the file and its directory are writable (so SQLite still tidies
+its `-wal`/`-shm` files away on close), `mode=ro` elsewhere (`immutable` when a WAL database's
+`-shm` file is absent and cannot be created, as in a read-only directory); PostgreSQL connections
+default to read-only transactions.
 """
 
 from __future__ import annotations
 
+import os
+import shlex
+import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from sqlalchemy import Engine, event
 from sqlalchemy import create_engine as sa_create_engine
@@ -23,17 +36,23 @@ from sqlalchemy.engine import URL, Connection, make_url
 from sqlalchemy.exc import ArgumentError
 
 from memstore._package import install_hint
-from memstore.errors import StoreError
+from memstore.errors import InvalidArgumentError, StoreError, StoreNotReadyError
 from memstore.store import DEFAULT_URL
 
 __all__ = [
     "DEFAULT_URL",
+    "SCHEMA",
     "WRITE",
+    "check_schema",
     "configure_postgresql",
     "configure_sqlite",
     "create_store_engine",
     "driver_installed",
     "parse_url",
+    "shown_url",
+    "sqlite_read_uri",
+    "store_engine",
+    "upgrade_command",
 ]
 
 BUSY_TIMEOUT_SECONDS = 60.0
@@ -45,6 +64,9 @@ page written by many appends between two checkpoints is copied once. The WAL fil
 when the last connection closes."""
 WRITE = "memstore_write"
 """Execution option that makes a SQLite transaction take the write lock when it begins."""
+SCHEMA = "memstore_schema"
+"""Engine execution option naming the PostgreSQL schema memstore lives in (absent: the
+connection's current schema). Migrations read it from the connection they are given."""
 
 SYNC_DRIVERS = {"sqlite": "sqlite+pysqlite", "postgresql": "postgresql+psycopg"}
 ASYNC_DRIVERS = {"sqlite": "sqlite+aiosqlite", "postgresql": "postgresql+psycopg"}
@@ -66,7 +88,64 @@ def parse_url(url: str | URL, drivers: dict[str, str]) -> URL:
     return parsed
 
 
-def configure_sqlite(engine: Engine) -> None:
+def shown_url(url: URL) -> str:
+    """A URL as a user gave it: memstore's driver name left out, the password hidden."""
+    return url.set(drivername=url.get_backend_name()).render_as_string(hide_password=True)
+
+
+def upgrade_command(url: URL, schema: str | None = None) -> str:
+    """The command that creates or upgrades memstore's schema in this database, to quote."""
+    words = ["memstore", "--db", shown_url(url)]
+    if schema is not None:
+        words += ["--schema", schema]
+    return f"`{shlex.join([*words, 'db', 'upgrade'])}`"
+
+
+def check_schema(url: URL, schema: str | None) -> None:
+    """Refuse a schema SQLite cannot have, or a name PostgreSQL cannot take."""
+    if schema is None:
+        return
+    if url.get_backend_name() == "sqlite":
+        raise InvalidArgumentError(
+            f"SQLite has no schemas, but schema {schema!r} was given for {shown_url(url)}: a "
+            "schema (--schema, MEMSTORE_SCHEMA) is for PostgreSQL; leave it out for SQLite"
+        )
+    if not schema or "\x00" in schema or len(schema.encode()) > 63:
+        raise InvalidArgumentError(
+            f"{schema!r} is not a PostgreSQL schema name (1 to 63 bytes, no NUL)"
+        )
+
+
+def _in_wal_mode(path: Path) -> bool:
+    """Whether a SQLite file's header says WAL (its read and write versions are 2)."""
+    with path.open("rb") as file:
+        header = file.read(20)
+    return len(header) == 20 and header[18] == 2 and header[19] == 2
+
+
+def sqlite_read_uri(url: URL, *, strict: bool = False) -> str:
+    """The URI that opens a SQLite file for reading without creating it (see the module
+    docstring; `strict`: `mode=ro` even where the file could be written); a missing file is a
+    StoreNotReadyError saying how to create it."""
+    path = Path(url.database or "").resolve()
+    if not path.is_file():
+        raise StoreNotReadyError(
+            f"there is no memstore database at {path}: create it with {upgrade_command(url)} "
+            "(or by importing sessions into it)"
+        )
+    uri = f"file:{quote(str(path))}"
+    if not strict and os.access(path, os.W_OK) and os.access(path.parent, os.W_OK):
+        return f"{uri}?mode=rw"
+    journal = [Path(f"{path}-shm"), Path(f"{path}-wal")]
+    shm_impossible = not any(file.exists() for file in journal) and not os.access(
+        path.parent, os.W_OK
+    )
+    if shm_impossible and _in_wal_mode(path):
+        return f"{uri}?mode=ro&immutable=1"  # no writer is there: it could not make them either
+    return f"{uri}?mode=ro"
+
+
+def configure_sqlite(engine: Engine, *, read_only: bool = False) -> None:
     """Set every new connection's pragmas and make writing transactions BEGIN IMMEDIATE."""
 
     @event.listens_for(engine, "connect")
@@ -74,7 +153,10 @@ def configure_sqlite(engine: Engine) -> None:
         dbapi_connection.isolation_level = None  # we issue BEGIN ourselves, below
         cursor = dbapi_connection.cursor()
         cursor.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
-        cursor.execute("PRAGMA journal_mode = WAL")
+        if read_only:
+            cursor.execute("PRAGMA query_only = ON")
+        else:
+            cursor.execute("PRAGMA journal_mode = WAL")
         cursor.execute("PRAGMA synchronous = NORMAL")
         cursor.execute("PRAGMA foreign_keys = ON")
         cursor.execute(f"PRAGMA wal_autocheckpoint = {WAL_CHECKPOINT_PAGES}")
@@ -92,15 +174,25 @@ def configure_sqlite(engine: Engine) -> None:
         driver.execute(begin)
 
 
-def configure_postgresql(engine: Engine) -> None:
-    """Make every new connection plan each statement afresh (see the module docstring)."""
+def configure_postgresql(
+    engine: Engine, *, schema: str | None = None, read_only: bool = False
+) -> None:
+    """Make every new connection plan each statement afresh, look in memstore's schema only
+    (given one) and, read-only, refuse writes (see the module docstring)."""
+    settings = ["SET plan_cache_mode = force_custom_plan"]
+    if schema is not None:
+        quoted = engine.dialect.identifier_preparer.quote_identifier(schema)
+        settings.append(f"SET search_path TO {quoted}")
+    if read_only:
+        settings.append("SET default_transaction_read_only = on")
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         cursor = dbapi_connection.cursor()
-        cursor.execute("SET plan_cache_mode = force_custom_plan")
+        for setting in settings:
+            cursor.execute(setting)
         cursor.close()
-        dbapi_connection.commit()  # a rollback would undo the SET
+        dbapi_connection.commit()  # a rollback would undo the SETs
 
 
 def refuse_memory_sqlite(url: URL) -> None:
@@ -121,16 +213,61 @@ def driver_installed(url: URL) -> Iterator[None]:
         ) from exc
 
 
-def create_store_engine(url: str | URL = DEFAULT_URL, **kwargs: Any) -> Engine:
-    """A sync engine for the store; `sqlite://` and `postgresql://` pick memstore's drivers."""
+def _sqlite_reader(parsed: URL) -> Any:
+    """A `creator` that opens the file for reading only (see `sqlite_read_uri`)."""
+    uri = sqlite_read_uri(parsed)
+
+    def connect() -> sqlite3.Connection:
+        return sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_SECONDS, check_same_thread=False)
+
+    return connect
+
+
+def create_store_engine(
+    url: str | URL = DEFAULT_URL,
+    *,
+    schema: str | None = None,
+    read_only: bool = False,
+    **kwargs: Any,
+) -> Engine:
+    """A sync engine for the store; `sqlite://` and `postgresql://` pick memstore's drivers.
+
+    Args:
+        url: the database.
+        schema: PostgreSQL only: the schema memstore's objects live in (default: the
+            connection's current schema, usually `public`).
+        read_only: never create the SQLite file, and refuse writes on every connection.
+        kwargs: passed on to SQLAlchemy's `create_engine`.
+    """
     parsed = parse_url(url, SYNC_DRIVERS)
-    if parsed.get_backend_name() == "sqlite":
+    check_schema(parsed, schema)
+    sqlite = parsed.get_backend_name() == "sqlite"
+    if sqlite:
         kwargs.setdefault("connect_args", {}).setdefault("timeout", BUSY_TIMEOUT_SECONDS)
         refuse_memory_sqlite(parsed)
+        if read_only:
+            kwargs.setdefault("creator", _sqlite_reader(parsed))
     with driver_installed(parsed):
         engine = sa_create_engine(parsed, **kwargs)
-    if parsed.get_backend_name() == "sqlite":
-        configure_sqlite(engine)
+    if sqlite:
+        configure_sqlite(engine, read_only=read_only)
     else:
-        configure_postgresql(engine)
+        configure_postgresql(engine, schema=schema, read_only=read_only)
+        engine.update_execution_options(**{SCHEMA: schema})
     return engine
+
+
+def store_engine(
+    url: str | URL | Engine, *, schema: str | None = None, read_only: bool = False
+) -> Engine:
+    """The engine a SessionStore runs on: made for `url`, or the one given, which must have
+    been made for the same schema (`create_store_engine(url, schema=...)`)."""
+    if not isinstance(url, Engine):
+        return create_store_engine(url, schema=schema, read_only=read_only)
+    given = url.get_execution_options().get(SCHEMA)
+    if schema is not None and schema != given:
+        raise InvalidArgumentError(
+            f"the engine given was not made for schema {schema!r}: make it with "
+            "create_store_engine(url, schema=...) and leave schema out here"
+        )
+    return url

@@ -18,11 +18,11 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
-from sqlalchemy import Engine
+from sqlalchemy import URL, Engine
 
 from memstore.errors import QueryError
+from memstore.store.engine import sqlite_read_uri
 from memstore.store.rows import derived_text
 
 __all__ = ["QueryResult", "run_read_only"]
@@ -66,8 +66,8 @@ def _fetch(cursor: Any, limit: int) -> QueryResult:
     return QueryResult(columns, rows[:limit], len(rows) > limit)
 
 
-def _sqlite(database: str, sql: str, limit: int) -> QueryResult:
-    uri = f"file:{quote(str(Path(database).resolve()))}?mode=ro"
+def _sqlite(url: URL, sql: str, limit: int) -> QueryResult:
+    uri = sqlite_read_uri(url, strict=True)  # in a read-only directory too
     connection = sqlite3.connect(uri, uri=True)
     # The views derive text from turns' JSON (migration 0016), where a lone surrogate may be
     # escaped: SQLite gives it as bytes that are not UTF-8, read as U+FFFD.
@@ -141,4 +141,4 @@ def run_read_only(engine: Engine, sql: str, *, limit: int = 1000) -> QueryResult
     database = engine.url.database
     if not database or not Path(database).exists():
         raise QueryError(f"no SQLite database at {database!r}")
-    return _sqlite(database, sql, limit)
+    return _sqlite(engine.url, sql, limit)

@@ -12,14 +12,14 @@ from typing import Any, TypeVar
 from sqlalchemy import Connection, Engine
 from sqlalchemy.engine import URL
 
-from memstore.errors import MemstoreError
+from memstore.errors import MemstoreError, ReadOnlyStoreError
 from memstore.graph import SessionGraph
 from memstore.store import compaction, foreign, plans, search, transfer
-from memstore.store.engine import DEFAULT_URL, WRITE, create_store_engine
+from memstore.store.engine import DEFAULT_URL, SCHEMA, WRITE, store_engine
 from memstore.store.errors import translate_database_errors
 from memstore.store.files import atomic_text_file
 from memstore.store.handle import HandleBase
-from memstore.store.migrate import current_revision, downgrade, upgrade
+from memstore.store.migrate import check_ready, current_revision, downgrade, upgrade
 from memstore.store.plans import UNSET, Plan, SessionInfo, Step, StoreStats, Unset, as_call
 from memstore.store.prepared import Prepared, stream_rows
 from memstore.store.readonly import QueryResult, run_read_only
@@ -98,7 +98,21 @@ class SessionStore:
     Args:
         url: a database URL (`sqlite:///path.db`, `postgresql://host/db`) or an Engine.
         migrators: applied, in order, to every record imported from JSONL files.
-        auto_migrate: bring the schema up to date when the store opens.
+        auto_migrate: bring the schema up to date when the store opens (a read-only store
+            checks that it is instead); False does neither.
+        read_only: open for reading only: never create the database or migrate it, and refuse
+            writes (ReadOnlyStoreError). Opening raises StoreNotReadyError, saying what to run,
+            for a missing SQLite file, a database without memstore's tables or at an older
+            revision. A SQLite file is read wherever it can be read (a read-only directory too).
+        schema: PostgreSQL only: the schema every memstore object lives in, its version table
+            included (made on first upgrade). Default: the connection's current schema
+            (usually `public`). SQLite has no schemas: giving one is an InvalidArgumentError.
+
+    Raises:
+        StoreNotReadyError: read-only, and the database is not at this memstore's revision.
+        DatabaseTooNewError: a newer memstore migrated the database (read-only or not).
+        MigrationError: the schema could not be brought up to date, e.g. because another's
+            tables have memstore's names.
     """
 
     def __init__(
@@ -107,13 +121,32 @@ class SessionStore:
         *,
         migrators: Sequence[Migrator] = (),
         auto_migrate: bool = True,
+        read_only: bool = False,
+        schema: str | None = None,
     ) -> None:
-        self.engine = url if isinstance(url, Engine) else create_store_engine(url)
+        self.engine = store_engine(url, schema=schema, read_only=read_only)
+        self.schema: str | None = self.engine.get_execution_options().get(SCHEMA)
+        self.read_only = read_only
         self.migrators = tuple(migrators)
         self.dialect = self.engine.dialect.name
         if auto_migrate:
-            with translate_database_errors("opening the store"):
-                upgrade(self.engine, only_if_needed=True)
+            try:
+                with translate_database_errors("opening the store"):
+                    if read_only:
+                        check_ready(self.engine)
+                    else:
+                        upgrade(self.engine, only_if_needed=True)
+            except BaseException:
+                self.close()  # no connection left open behind a store that never opened
+                raise
+
+    def _writable(self, action: str) -> None:
+        """Refuse a write through a store opened for reading only."""
+        if self.read_only:
+            raise ReadOnlyStoreError(
+                f"{action}: this store was opened read-only (read_only=True); open it without "
+                "read_only to write"
+            )
 
     def schema_revision(self) -> str | None:
         """The Alembic revision the database is at (None: memstore never touched it)."""
@@ -122,11 +155,13 @@ class SessionStore:
 
     def upgrade_schema(self, revision: str = "head") -> None:
         """Migrate the schema up to `revision` (what `auto_migrate` does on open)."""
+        self._writable(f"upgrading the schema to {revision!r}")
         with translate_database_errors(f"upgrading the schema to {revision!r}"):
             upgrade(self.engine, revision)
 
     def downgrade_schema(self, revision: str) -> None:
         """Migrate the schema down to `revision`; `base` drops memstore's tables and data."""
+        self._writable(f"downgrading the schema to {revision!r}")
         with translate_database_errors(f"downgrading the schema to {revision!r}"):
             downgrade(self.engine, revision)
 
@@ -143,10 +178,14 @@ class SessionStore:
     @contextmanager
     def transaction(self, *, write: bool) -> Iterator[Connection]:
         """A connection inside one transaction; writing ones take SQLite's write lock at once."""
+        if write:
+            self._writable("a writing transaction")
         with transaction(self.engine, write=write) as connection:
             yield connection
 
     def _run(self, plan: Plan[T], *, write: bool, action: str) -> T:
+        if write:
+            self._writable(action)
         return run(self.engine, plan, write=write, action=action)
 
     def append_node(
