@@ -15,7 +15,8 @@ In their place, SQL derives them from `turn_json` when they are read:
   the text `JSON.stringify` gives, as the columns held).
 
 PostgreSQL keeps the columns (its GIN index is an expression over `search_text`, and TOAST
-compresses them): nothing changes there. `VACUUM` returns the freed pages to the file system.
+compresses them); it gets the `node_search` view too, reading `nodes.search_text`, so that the
+same query works on both. `VACUUM` returns the freed pages to the file system.
 
 Revision ID: 0016
 Revises: 0013
@@ -84,6 +85,8 @@ def search_text_sql(turn_json: str) -> str:
     ) WHERE part <> '')"""
 
 
+# PostgreSQL stores the text: the view reads it, so that the same query works on both.
+POSTGRES_NODE_SEARCH = "CREATE VIEW node_search AS SELECT pk, session_id, search_text FROM nodes"
 NODE_SEARCH = f"""CREATE VIEW node_search AS
 SELECT pk, session_id, {search_text_sql("turn_json")} AS search_text FROM nodes"""
 _DELETE_OLD = f"""INSERT INTO nodes_fts(nodes_fts, rowid, search_text)
@@ -177,6 +180,7 @@ def _drop_search_and_views() -> None:
 
 def upgrade() -> None:
     if op.get_bind().dialect.name != "sqlite":
+        op.execute(POSTGRES_NODE_SEARCH)
         return
     _drop_search_and_views()
     op.drop_column("nodes", "search_text")  # SQLite's own DROP COLUMN: no table copy
@@ -216,6 +220,7 @@ def _backfill() -> None:
 
 def downgrade() -> None:
     if op.get_bind().dialect.name != "sqlite":
+        op.execute("DROP VIEW node_search")
         return
     _drop_search_and_views()
     op.execute("DROP VIEW node_search")
