@@ -156,7 +156,7 @@ def floor_schema(source: Path, tables: Tables, database: Path) -> None:
             for start in range(0, len(rows), 1000):
                 connection.executemany(sql, rows[start : start + 1000])
         connection.execute(
-            "INSERT INTO nodes_fts(rowid, search_text) SELECT pk, search_text FROM nodes"
+            "INSERT INTO nodes_fts(rowid, search_text) SELECT pk, search_text FROM node_search"
         )
     connection.close()
 

@@ -24,6 +24,7 @@ from memstore.store.migrate import (
     check_foreign_keys,
     drop_empty_version_table,
     include_name,
+    include_object_on,
     sqlite_foreign_keys_off,
     version_table_options,
 )
@@ -53,6 +54,7 @@ def _run(connection: Connection) -> None:
         render_as_batch=connection.dialect.name == "sqlite",
         compare_type=True,
         include_name=include_name,
+        include_object=include_object_on(connection.dialect.name),
         **version_table_options(connection),
     )
     with context.begin_transaction():

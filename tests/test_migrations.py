@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import json
 import multiprocessing
 import os
 import pty
@@ -16,14 +18,24 @@ import sqlalchemy
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from memstore import SessionGraph
+from memstore import SessionGraph, jsjson
 from memstore.errors import MigrationError
 from memstore.store import SessionStore, create_store_engine
-from memstore.store.migrate import alembic_config, head_revision, include_name, migrations_dir
+from memstore.store.migrate import (
+    alembic_config,
+    head_revision,
+    include_name,
+    include_object_on,
+    migrations_dir,
+)
+from memstore.store.rows import block_rows, derived_text, search_text
 from memstore.store.tables import metadata
 
 from .conftest import LEGACY
+from .strategies import wire_turns
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -40,7 +52,11 @@ def test_the_models_and_the_migrations_agree(database_url: str) -> None:
     store = SessionStore(database_url)
     try:
         with store.engine.connect() as connection:
-            options = {"compare_type": True, "include_name": include_name}
+            options = {
+                "compare_type": True,
+                "include_name": include_name,
+                "include_object": include_object_on(connection.dialect.name),
+            }
             context = MigrationContext.configure(connection, opts=options)
             assert compare_metadata(context, metadata) == []
     finally:
@@ -81,6 +97,11 @@ def test_every_upgrade_step_keeps_existing_rows(database_url: str) -> None:
         store.close()
 
 
+def _turn_json(word: str) -> str:
+    """The JSON text of a user turn saying `word` (whose search text is `word`)."""
+    return json.dumps({"role": "user", "blocks": [{"kind": "text", "text": word}]})
+
+
 def _insert_by_hand(url: str, node_id: str, word: str) -> None:
     """A node (in session 'kept') inserted with SQL alone, as memstore 0003 did: the insert
     trigger of that schema indexed its text."""
@@ -90,8 +111,8 @@ def _insert_by_hand(url: str, node_id: str, word: str) -> None:
         )
         connection.execute(
             "INSERT INTO nodes (session_id, id, role, created_at, turn_json, search_text) "
-            "VALUES ('kept', ?, 'user', 1, '{}', ?)",
-            (node_id, word),
+            "VALUES ('kept', ?, 'user', 1, ?, ?)",
+            (node_id, _turn_json(word), word),
         )
     connection.close()
 
@@ -295,3 +316,105 @@ def test_a_bad_database_url_is_one_clear_line(command: list[str]) -> None:
         "error: unsupported database 'mysql' in 'mysql://x/y': memstore supports sqlite:/// "
         "and postgresql:// URLs"
     ]
+
+
+VIEW_QUERIES = (
+    "SELECT * FROM blocks ORDER BY session_id, node_id, position",
+    "SELECT * FROM turns ORDER BY seq",
+    "SELECT * FROM tool_calls ORDER BY session_id, call_node_id, call_id, result_node_id",
+)
+
+
+def _sqlite_rows(url: str, sql: str) -> list[tuple[object, ...]]:
+    with sqlite3.connect(url.removeprefix("sqlite:///")) as connection:
+        connection.text_factory = derived_text
+        rows = connection.execute(sql).fetchall()
+    connection.close()
+    return rows
+
+
+def test_0016_stores_a_turn_once_and_keeps_every_view_row(sqlite_url: str) -> None:
+    store = SessionStore(sqlite_url)
+    try:
+        store.import_jsonl(LEGACY)
+        views = [_sqlite_rows(sqlite_url, sql) for sql in VIEW_QUERIES]
+        hits = [store.search(word) for word in ("crash", "run_tests", "null")]
+        store.downgrade_schema("0013")  # the copies come back, derived in Python
+        copies = _sqlite_rows(
+            sqlite_url,
+            "SELECT n.session_id, n.id, n.turn_json, n.search_text FROM nodes AS n ORDER BY n.pk",
+        )
+        blocks = _sqlite_rows(
+            sqlite_url,
+            "SELECT session_id, node_id, position, text, input_json, output_json "
+            "FROM node_blocks ORDER BY session_id, node_id, position",
+        )
+        expected = sorted(
+            (row["session_id"], row["node_id"], row["position"], row["text"], row["input_json"],
+             row["output_json"])
+            for session_id, node_id, turn_json, _ in copies
+            for row in block_rows(session_id, node_id, json.loads(turn_json))
+        )  # fmt: skip
+        assert blocks == expected
+        assert [text for *_, text in copies] == [
+            search_text(json.loads(turn_json)) for _, _, turn_json, _ in copies
+        ]
+        assert _sqlite_rows(sqlite_url, VIEW_QUERIES[0]) == views[0]
+        _fts_check(sqlite_url)
+        store.upgrade_schema()  # and go again
+        assert [_sqlite_rows(sqlite_url, sql) for sql in VIEW_QUERIES] == views
+        assert [store.search(word) for word in ("crash", "run_tests", "null")] == hits
+        _fts_check(sqlite_url)
+        derived = _sqlite_rows(sqlite_url, "SELECT search_text FROM node_search ORDER BY pk")
+        assert [text for (text,) in derived] == [text for *_, text in copies]
+        columns = {row[1] for row in _sqlite_rows(sqlite_url, "PRAGMA table_info(node_blocks)")}
+        assert not columns & {"text", "input_json", "output_json"}
+        assert store.delete_session("branching")
+        _fts_check(sqlite_url)  # the delete trigger removed exactly what was indexed
+        assert "branching" not in {hit.session_id for hit in store.search("crash", limit=1000)}
+    finally:
+        store.close()
+
+
+def test_0016_sql_derives_what_the_store_indexed_for_any_turn(sqlite_url: str) -> None:
+    """The store indexes the search text it computes; the view, the snippets and the delete
+    trigger derive it in SQL: for any valid turn they must agree, or FTS5's index would break."""
+    store = SessionStore(sqlite_url)
+    path = sqlite_url.removeprefix("sqlite:///")
+    session = itertools.count()
+
+    @settings(max_examples=150, deadline=None)
+    @given(st.lists(wire_turns, min_size=1, max_size=3))
+    def check(turns: list[dict[str, object]]) -> None:
+        session_id = f"s{next(session)}"
+        graph = SessionGraph(session_id)
+        for turn in turns:
+            store.append_node(session_id, graph.append(turn))
+        with sqlite3.connect(path) as connection:
+            connection.text_factory = derived_text
+            rows = connection.execute(
+                "SELECT n.id, n.turn_json, s.search_text FROM nodes AS n "
+                "JOIN node_search AS s ON s.pk = n.pk WHERE n.session_id = ?",
+                (session_id,),
+            ).fetchall()
+            for node_id, turn_json, derived in rows:
+                assert derived == search_text(jsjson.loads(turn_json))
+                expected = [
+                    (b["position"], b["kind"], b["text"], b["input_json"], b["output_json"])
+                    for b in block_rows(session_id, node_id, jsjson.loads(turn_json))
+                ]
+                blocks = connection.execute(
+                    "SELECT position, kind, text, input_json, output_json FROM blocks "
+                    "WHERE session_id = ? AND node_id = ? ORDER BY position",
+                    (session_id, node_id),
+                ).fetchall()
+                assert blocks == expected
+        connection.close()
+        assert store.delete_session(session_id)
+        _fts_check(sqlite_url)
+
+    try:
+        check()
+        assert next(session) > 50  # the examples ran
+    finally:
+        store.close()

@@ -26,7 +26,7 @@ from memstore import (
     SessionGraph,
     SessionStore,
 )
-from memstore.store.migrate import head_revision, include_name
+from memstore.store.migrate import head_revision, include_name, include_object_on
 from memstore.store.names import TABLES, VERSION_TABLE, VIEWS, is_memstore_name
 from memstore.store.tables import metadata
 
@@ -215,7 +215,11 @@ def test_memstore_and_an_application_migrate_one_database_independently(
     with SessionStore(database_url) as store:
         assert store.head("s1") == head
         with store.engine.connect() as connection:  # memstore's autogenerate ignores the app
-            options = {"compare_type": True, "include_name": include_name}
+            options = {
+                "compare_type": True,
+                "include_name": include_name,
+                "include_object": include_object_on(connection.dialect.name),
+            }
             context = MigrationContext.configure(connection, opts=options)
             from alembic.autogenerate import compare_metadata
 

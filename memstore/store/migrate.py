@@ -14,10 +14,11 @@ holding memstore's tables, is taken as memstore's).
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from alembic import command
 from alembic.config import Config
@@ -42,6 +43,7 @@ from memstore._package import DISTRIBUTION
 from memstore.errors import DatabaseTooNewError, MigrationError, StoreNotReadyError
 from memstore.store.engine import SCHEMA, WRITE, shown_url, upgrade_command
 from memstore.store.names import LEGACY_VERSION_TABLE, TABLES, VERSION_TABLE, is_memstore_name
+from memstore.store.tables import stored_on
 
 __all__ = [
     "SchemaState",
@@ -54,6 +56,7 @@ __all__ = [
     "drop_empty_version_table",
     "head_revision",
     "include_name",
+    "include_object_on",
     "is_current",
     "is_known_revision",
     "migrate_in",
@@ -86,6 +89,19 @@ def include_name(name: str | None, type_: str, parent_names: object) -> bool:
     if type_ == "table" and name not in TABLES:
         return False
     return not name.startswith(_UNMODELLED_PREFIXES)
+
+
+def include_object_on(dialect: str) -> Callable[[Any, str | None, str, bool, Any], bool]:
+    """Alembic's filter for autogenerate on `dialect`: leave out the model's columns that this
+    database does not store (`tables.POSTGRESQL_ONLY`)."""
+
+    def include_object(
+        obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any
+    ) -> bool:
+        del name, reflected, compare_to
+        return type_ != "column" or stored_on(obj, dialect)
+
+    return include_object
 
 
 def migrations_dir() -> Path:

@@ -28,7 +28,9 @@ LEGACY_VERSION_TABLE = "alembic_version"
 TABLES = frozenset({"sessions", "session_tags", "nodes", "node_blocks", "records", "node_usage"})
 """memstore's tables (`memstore.store.tables` models them; a test checks the two agree)."""
 
-VIEWS = frozenset({"blocks", "turns", "tool_calls", "session_stats", "session_sources"})
+VIEWS = frozenset(
+    {"blocks", "turns", "tool_calls", "session_stats", "session_sources", "node_search"}
+)
 """memstore's views, made by the migrations for `memstore sql` and other readers."""
 
 SEARCH_PREFIX = "nodes_fts"

@@ -23,6 +23,7 @@ from sqlalchemy import (
     insert,
     literal,
     select,
+    text,
     true,
     union_all,
     update,
@@ -51,8 +52,6 @@ from memstore.store.tables import (
     Id,
     node_blocks,
     nodes,
-    nodes_fts,
-    nodes_fts_chars,
     records,
     session_tags,
     sessions,
@@ -249,33 +248,16 @@ INSERT_BLOCKS = Prepared.insert(node_blocks, [c.name for c in node_blocks.column
 INSERT_RECORDS = Prepared.insert(records, [c.name for c in records.columns if c.name != "pk"])
 # SQLite's full-text index is filled by the store, one statement per batch of new nodes, not by
 # an insert trigger: a trigger runs in a statement savepoint, where FTS5 flushes its pending
-# terms, so every node became a tiny index segment to merge (half of a bulk import's time).
-_LAST_NODE_PK = Prepared(
-    select(func.coalesce(func.max(nodes.c.pk), 0)).where(
-        nodes.c.session_id == bindparam("session_id"), IN_STORED_ORDER
-    )
-)
-_INDEX_NODES_AFTER = Prepared(
-    insert(nodes_fts).from_select(
-        ["rowid", "search_text"],
-        select(nodes.c.pk, nodes.c.search_text).where(
-            nodes.c.session_id == bindparam("session_id"),
-            IN_STORED_ORDER,
-            nodes.c.pk > bindparam("after"),
-        ),
-    )
-)
+# terms, so every node became a tiny index segment to merge (half of a bulk import's time). The
+# batch's texts come as one JSON array of [id, text] pairs, computed in Python as the rows were:
+# the same text the `node_search` view derives from `turn_json` (which the index's snippets and
+# delete triggers read), without deriving it in SQL again (three times as long as indexing it).
+_INDEXED_TEXTS = """INSERT INTO {table} (rowid, {column})
+SELECT n.pk, t.value ->> '$[1]' FROM json_each(:texts) AS t
+CROSS JOIN nodes AS n ON n.session_id = :session_id AND n.id = t.value ->> '$[0]'"""
+_INDEX_NODES = Prepared(text(_INDEXED_TEXTS.format(table="nodes_fts", column="search_text")))
 # The index of characters of scripts without spaces holds only the nodes that have some.
-_INDEX_CHARS_AFTER = Prepared(
-    insert(nodes_fts_chars).from_select(
-        ["rowid", "search_chars"],
-        select(nodes.c.pk, nodes.c.search_chars).where(
-            nodes.c.session_id == bindparam("session_id"),
-            nodes.c.pk > bindparam("after"),
-            nodes.c.search_chars != "",
-        ),
-    )
-)
+_INDEX_CHARS = Prepared(text(_INDEXED_TEXTS.format(table="nodes_fts_chars", column="search_chars")))
 
 
 def ensure_session(dialect: str, session_id: str, now: int) -> Plan[str | None]:
@@ -505,16 +487,16 @@ def insert_rows(
     """Insert one session's `nodes` rows (parents first) and their `node_blocks` rows, and
     index the nodes' text for full-text search."""
     indexed = dialect == "sqlite"  # PostgreSQL's index is an expression index on `nodes`
-    if indexed:
-        ((after,),) = yield _LAST_NODE_PK, {"session_id": session_id}
     if node_rows:
         yield INSERT_NODES, node_rows
     if blocks:
         yield INSERT_BLOCKS, blocks
     if indexed and node_rows:
-        yield _INDEX_NODES_AFTER, {"session_id": session_id, "after": after}
-        if any(row["search_chars"] for row in node_rows):
-            yield _INDEX_CHARS_AFTER, {"session_id": session_id, "after": after}
+        texts = [(row["id"], row["search_text"]) for row in node_rows]
+        yield _INDEX_NODES, {"session_id": session_id, "texts": jsjson.dumps(texts)}
+        chars = [(row["id"], row["search_chars"]) for row in node_rows if row["search_chars"]]
+        if chars:
+            yield _INDEX_CHARS, {"session_id": session_id, "texts": jsjson.dumps(chars)}
 
 
 def load_session(session_id: str) -> Plan[SessionGraph]:
@@ -549,17 +531,33 @@ def _path_query(dialect: str) -> Select[Any]:
             .lateral("parent")
         )
         step = select(*parent.c, (path.c.depth + 1).label("depth")).join_from(path, parent, true())
-    else:  # SQLite's planner always walks the unique index, one node at a time
-        parent = nodes.alias("parent")
-        step = select(
-            parent.c.id,
-            parent.c.parent_id,
-            parent.c.turn_json,
-            parent.c.created_at,
-            (path.c.depth + 1).label("depth"),
-        ).where(parent.c.session_id == session_id, parent.c.id == path.c.parent_id)
+    else:
+        return _sqlite_path_query()
     path = path.union_all(step.where(path.c.depth < bindparam("limit")))
     return select(path.c.id, path.c.parent_id, path.c.turn_json, path.c.created_at, path.c.depth)
+
+
+def _sqlite_path_query() -> Select[Any]:
+    """SQLite's walk: the recursive part carries each node's key and parent only (SQLite's
+    planner always walks the unique index, one node at a time), and the turns are read once,
+    by key, root first. Carrying the turns through the walk copied each into the queue of the
+    recursion: it took twice as long as reading the whole session."""
+    session_id: Any = bindparam("session_id")
+    start = select(nodes.c.pk, nodes.c.parent_id, literal(1).label("depth")).where(
+        nodes.c.session_id == session_id, nodes.c.id == bindparam("leaf")
+    )
+    path = start.cte("path", recursive=True)
+    parent = nodes.alias("parent")
+    step = select(parent.c.pk, parent.c.parent_id, (path.c.depth + 1).label("depth")).where(
+        parent.c.session_id == session_id,
+        parent.c.id == path.c.parent_id,
+        path.c.depth < bindparam("limit"),
+    )
+    path = path.union_all(step)
+    walked = select(path.c.pk, path.c.depth).order_by(path.c.depth.desc()).subquery("walked")
+    return select(
+        nodes.c.id, nodes.c.parent_id, nodes.c.turn_json, nodes.c.created_at, walked.c.depth
+    ).join_from(walked, nodes, nodes.c.pk == walked.c.pk)
 
 
 _PATHS = {dialect: Prepared(_path_query(dialect)) for dialect in ("postgresql", "sqlite")}
@@ -588,8 +586,9 @@ def load_path_nodes(
     walk = _PATHS["postgresql" if dialect == "postgresql" else "sqlite"]
     limit = _NO_LIMIT if last is None else min(last, _NO_LIMIT)
     key = {"session_id": lookup_id(session_id), "leaf": lookup_id(leaf), "limit": limit}
-    rows = sorted((yield walk, key), key=itemgetter(_DEPTH), reverse=True)  # root first
-    path = nodes_from_rows(rows)
+    with paused_gc():  # the rows too: fetching them triggered collections of the whole heap
+        rows = sorted((yield walk, key), key=itemgetter(_DEPTH), reverse=True)  # root first
+        path = nodes_from_rows(rows)
     if not path:
         raise UnknownNodeError(session_id, leaf)
     while path[0].parent is not None and _starts_on_tool_result(path[0].turn):

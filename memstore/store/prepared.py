@@ -23,6 +23,8 @@ from sqlalchemy import Dialect, Executable, Table
 from sqlalchemy import insert as sa_insert
 from sqlalchemy.exc import MultipleResultsFound, NoResultFound
 
+from memstore.store.tables import stored_on
+
 __all__ = ["Compiled", "Params", "Prepared", "PreparedRows", "is_driver_error", "stream_rows"]
 
 Params: TypeAlias = Mapping[str, Any] | Sequence[Mapping[str, Any]]
@@ -107,12 +109,17 @@ class Prepared:
         self.statement = statement
         self.columns = list(columns) if columns is not None else None
         self.streamed = streamed
+        self.table: Table | None = None  # an INSERT's table: its columns are per dialect
         self._compiled: dict[tuple[str, str], Compiled] = {}
 
     @classmethod
     def insert(cls, table: Table, columns: Sequence[str]) -> Prepared:
-        """An INSERT of `columns` into `table` (no RETURNING), one row per parameter dict."""
-        return cls(sa_insert(table).inline(), columns)
+        """An INSERT of `columns` into `table` (no RETURNING), one row per parameter dict. On
+        each database it names the columns that database stores (`tables.stored_on`): a row
+        may carry keys for the others, which are left out."""
+        prepared = cls(sa_insert(table).inline(), columns)
+        prepared.table = table
+        return prepared
 
     def __repr__(self) -> str:
         return f"Prepared({self.statement})"
@@ -127,8 +134,12 @@ class Prepared:
 
     def _compile(self, dialect: Dialect) -> Compiled:
         named = _named(dialect)
+        columns = self.columns
+        if columns is not None and self.table is not None:
+            table = self.table
+            columns = [name for name in columns if stored_on(table.c[name], dialect.name)]
         compiled = self.statement.compile(  # type: ignore[attr-defined]
-            dialect=named, column_keys=self.columns
+            dialect=named, column_keys=columns
         )
         if "POSTCOMPILE" in compiled.string:
             raise ValueError(f"an IN list of varying length cannot be prepared: {self.statement}")

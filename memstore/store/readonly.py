@@ -37,6 +37,7 @@ from sqlalchemy import URL, Engine
 
 from memstore.errors import InvalidArgumentError, QueryError
 from memstore.store.engine import sqlite_read_uri
+from memstore.store.rows import derived_text
 
 __all__ = [
     "DEFAULT_QUERY_SECONDS",
@@ -149,6 +150,9 @@ def _sqlite(url: URL, sql: str, limit: int, timeout: float) -> QueryResult:
     uri = sqlite_read_uri(url, strict=True)  # in a read-only directory too
     connection = sqlite3.connect(uri, uri=True)
     deadline = _Deadline(timeout)
+    # The views derive text from turns' JSON (migration 0016), where a lone surrogate may be
+    # escaped: SQLite gives it as bytes that are not UTF-8, read as U+FFFD.
+    connection.text_factory = derived_text
     try:
         connection.set_authorizer(_only_reading)
         connection.set_progress_handler(deadline, _PROGRESS_STEPS)

@@ -9,7 +9,15 @@ from typing import Any
 
 from memstore.blocks import per_kind
 
-__all__ = ["UNSPACED", "block_rows", "search_chars", "search_text", "storable", "stored_rows"]
+__all__ = [
+    "UNSPACED",
+    "block_rows",
+    "derived_text",
+    "search_chars",
+    "search_text",
+    "storable",
+    "stored_rows",
+]
 
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 # Characters of scripts written without spaces between words: Han (with radicals, iteration
@@ -29,6 +37,16 @@ def storable(text: str) -> str:
     """`text` as a database can store it: lone surrogates (not UTF-8) and NUL (refused by
     PostgreSQL) become U+FFFD."""
     return text if text.isascii() and "\x00" not in text else _UNSTORABLE.sub("\ufffd", text)
+
+
+def derived_text(value: bytes) -> str:
+    """Text that SQLite's JSON functions derived from a turn, read as bytes: a lone surrogate
+    (which the turn's JSON escapes) comes out as the bytes of a surrogate, which are not UTF-8;
+    it reads as U+FFFD, as `storable` makes it."""
+    try:
+        return storable(value.decode("utf-8", "surrogatepass"))
+    except UnicodeDecodeError:
+        return value.decode("utf-8", "replace")
 
 
 def search_text(turn: Mapping[str, Any]) -> str:

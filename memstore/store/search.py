@@ -1,9 +1,10 @@
 """Full-text search over turns: SQLite FTS5, PostgreSQL tsvector with a GIN index.
 
-Every node carries `search_text` (its text, thinking, tool names, tool inputs and outputs), set
-when it is stored and indexed in the same transaction (SQLite: the store fills an FTS5 table,
-which triggers keep on delete and update; PostgreSQL: an expression GIN index), so search is
-current after every append and import.
+Every node has a search text (its text, thinking, tool names, tool inputs and outputs), indexed
+in the transaction that stores the node, so search is current after every append and import.
+SQLite derives the text from `turn_json` in the `node_search` view, over which the FTS5 table is
+external-content (the store fills it, triggers keep it on delete and update); PostgreSQL stores
+it in `nodes.search_text`, under an expression GIN index.
 
 A query word holding characters of a script written without spaces (Chinese, Japanese, Thai, ...)
 is searched for inside words instead: `search_chars` makes each such character a word of its
@@ -25,9 +26,11 @@ from typing import Any
 
 from sqlalchemy import (
     ColumnElement,
+    LargeBinary,
     Select,
     and_,
     case,
+    cast,
     func,
     literal,
     literal_column,
@@ -39,8 +42,8 @@ from sqlalchemy import (
 
 from memstore.errors import InvalidArgumentError, InvalidSessionIdError
 from memstore.store.plans import NATIVE_AGENT, Plan, agent_of
-from memstore.store.rows import UNSPACED, search_chars, storable
-from memstore.store.tables import nodes, nodes_fts, nodes_fts_chars, sessions
+from memstore.store.rows import UNSPACED, derived_text, search_chars, storable
+from memstore.store.tables import node_search, nodes, nodes_fts, nodes_fts_chars, sessions
 from memstore.types import is_storable_text
 
 __all__ = ["SearchHit", "fts5_query", "search", "text_snippet"]
@@ -48,7 +51,7 @@ __all__ = ["SearchHit", "fts5_query", "search", "text_snippet"]
 TS_CONFIG = "simple"  # no stemming, like FTS5's unicode61: the same matches on both backends
 PG_INDEXED_CHARS = 250_000
 """How much of a column PostgreSQL's search indexes hold: 4 bytes a character stays under the
-1 MiB a tsvector can hold (migration 0015 builds the indexes with this number)."""
+1 MiB a tsvector can hold (migration 0017 builds the indexes with this number)."""
 SNIPPET_OPEN, SNIPPET_CLOSE = "[", "]"
 SNIPPET_CHARS = 64  # a snippet's length when made here (for queries with unspaced words)
 _HAS_UNSPACED = re.compile(f"[{UNSPACED}]")
@@ -163,15 +166,19 @@ def _phrase_search(
         if session_id is not None:
             matches = matches.where(nodes.c.session_id == session_id)
     best = matches.order_by(text("rank DESC"), text("pk")).limit(limit).subquery()
-    return (
-        select(
-            *_HIT_COLUMNS,
-            nodes.c.search_text,
-            best.c.rank,
-        )
-        .join_from(nodes, best, nodes.c.pk == best.c.pk)
-        .order_by(best.c.rank.desc(), nodes.c.pk)
-    )
+    hits = select(*_HIT_COLUMNS, best.c.rank).join_from(nodes, best, nodes.c.pk == best.c.pk)
+    if dialect == "postgresql":
+        hits = hits.add_columns(nodes.c.search_text)
+    else:  # SQLite derives it from the turn (migration 0016)
+        hits = hits.join(node_search, node_search.c.pk == nodes.c.pk)
+        hits = hits.add_columns(cast(node_search.c.search_text, LargeBinary).label("search_text"))
+    return hits.order_by(best.c.rank.desc(), nodes.c.pk)
+
+
+def _text(value: str | bytes) -> str:
+    """Text SQLite derived from a turn's JSON, read as bytes: a lone surrogate in the turn (which
+    JSON escapes) reads as U+FFFD, as the stored copies of the text had it before migration 0016."""
+    return derived_text(value) if isinstance(value, bytes) else value
 
 
 def text_snippet(text: str, terms: list[str]) -> str:
@@ -187,15 +194,15 @@ def text_snippet(text: str, terms: list[str]) -> str:
 
 SQLITE_SNIPPET_CHARS = 100_000
 """FTS5's snippet() takes time quadratic in a term's occurrences in one text (minutes for a
-3.6 MB file listing): longer texts get their snippet made here instead (`text_snippet`)."""
+3.6 MB file listing): turns whose JSON is longer get their snippet made here (`text_snippet`)."""
 
 
 def _sqlite_search(query: str) -> Select[Any]:
     match = literal_column("nodes_fts").op("MATCH")(fts5_query(query))
-    snippet = case(
-        (func.length(nodes.c.search_text) > SQLITE_SNIPPET_CHARS, None),
-        else_=func.snippet(literal_column("nodes_fts"), 0, SNIPPET_OPEN, SNIPPET_CLOSE, "…", 12),
-    )
+    made = func.snippet(literal_column("nodes_fts"), 0, SNIPPET_OPEN, SNIPPET_CLOSE, "…", 12)
+    long_turn = func.length(nodes.c.turn_json) > SQLITE_SNIPPET_CHARS
+    # decoded by `_text`: it may hold a lone surrogate
+    snippet = case((long_turn, None), else_=cast(made, LargeBinary))
     rank = -func.bm25(literal_column("nodes_fts"))
     return (
         select(
@@ -248,7 +255,7 @@ def search(
                 row.node_id,
                 row.role,
                 row.created_at,
-                text_snippet(row.search_text, terms),
+                text_snippet(_text(row.search_text), terms),
                 row.rank,
             )
             for row in rows
@@ -258,19 +265,32 @@ def search(
     if session_id is not None:
         statement = statement.where(nodes.c.session_id == session_id)
     statement = statement.order_by(text("rank DESC"), nodes.c.pk).limit(limit)
-    hits = [SearchHit(**row._mapping) for row in (yield statement)]
-    hits = yield from _with_long_snippets(hits, query.split())
+    hits = [
+        SearchHit(**{**row._mapping, "snippet": row.snippet and _text(row.snippet)})
+        for row in (yield statement)
+    ]
+    hits = yield from _with_long_snippets(dialect, hits, query.split())
     return (yield from _with_agents(hits))
 
 
-def _with_long_snippets(hits: list[SearchHit], terms: list[str]) -> Plan[list[SearchHit]]:
-    """The hits, those without a snippet (long texts on SQLite) given one made here."""
+def _with_long_snippets(
+    dialect: str, hits: list[SearchHit], terms: list[str]
+) -> Plan[list[SearchHit]]:
+    """The hits, those without a snippet (long turns on SQLite) given one made here."""
     done: list[SearchHit] = []
     for hit in hits:
         if hit.snippet is None:
             where = (nodes.c.session_id == hit.session_id) & (nodes.c.id == hit.node_id)
-            (found,) = yield select(nodes.c.search_text).where(where)
-            hit = dataclasses.replace(hit, snippet=text_snippet(found[0], terms))
+            if dialect == "postgresql":
+                lookup = select(nodes.c.search_text).where(where)
+            else:  # SQLite derives it from the turn (migration 0016)
+                column = cast(node_search.c.search_text, LargeBinary)
+                lookup = select(column).join_from(
+                    nodes, node_search, node_search.c.pk == nodes.c.pk
+                )
+                lookup = lookup.where(where)
+            (found,) = yield lookup
+            hit = dataclasses.replace(hit, snippet=text_snippet(_text(found[0]), terms))
         done.append(hit)
     return done
 

@@ -46,12 +46,21 @@ def execute(connection: Connection, step: Step) -> Any:
     if isinstance(step, tuple) and isinstance(step[0], Prepared):
         if step[0].streamed:
             return stream_rows(step[0], connection.connection, connection.dialect, step[1])
-        cursor = connection.connection.cursor()
-        try:
-            return step[0].run(cursor, connection.dialect, step[1])
-        finally:
-            cursor.close()
+        return step[0].run(_cursor(connection), connection.dialect, step[1])
     return connection.execute(*as_call(step))
+
+
+_CURSOR = "memstore_cursor"
+
+
+def _cursor(connection: Connection) -> Any:
+    """The driver connection's cursor for prepared statements, made once per connection (a
+    prepared step reads its rows before the next step runs)."""
+    info = connection.connection.info  # kept with the driver connection, across checkouts
+    cursor = info.get(_CURSOR)
+    if cursor is None:
+        cursor = info[_CURSOR] = connection.connection.cursor()
+    return cursor
 
 
 def drive(plan: Plan[T], connection: Connection) -> T:

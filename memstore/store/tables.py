@@ -15,9 +15,14 @@ Alembic revisions in `migrations/` create and evolve these tables; a test checks
   unknown record types).
 - `node_usage`: what the model call behind an imported node cost (provider, model, tokens,
   US dollars), one row per node whose source file says so (pi and Claude Code imports).
-- `nodes_fts` (SQLite only, made by migration 0002, not modelled here): the FTS5 index of
-  `nodes.search_text`. The store fills it as it inserts nodes; triggers keep it on delete and
-  update.
+- `nodes_fts` (SQLite only, made by migration 0002, not modelled here): the FTS5 index of a
+  node's search text. The store fills it as it inserts nodes; triggers keep it on delete and
+  update. Since migration 0016 it is external-content over the `node_search` view, which derives
+  the search text from `nodes.turn_json` in SQL: SQLite stores a turn's text once.
+- Columns that only PostgreSQL stores (`POSTGRESQL_ONLY`): `nodes.search_text` (its GIN index is
+  an expression over it) and the copies of a block's text, input and output in `node_blocks`.
+  On SQLite (migration 0016) the views `blocks`, `turns` and `tool_calls` and the view
+  `node_search` read them out of `nodes.turn_json` instead, so the same queries work on both.
 - `nodes_fts_chars` (SQLite only, made by migration 0012, not modelled here): a contentless FTS5
   index of `nodes.search_chars` (the characters of scripts written without spaces, one word each),
   for rows where it is not empty; filled and kept the same way. PostgreSQL indexes both columns
@@ -52,8 +57,10 @@ from sqlalchemy.dialects.postgresql import JSONB
 
 __all__ = [
     "IN_STORED_ORDER",
+    "POSTGRESQL_ONLY",
     "metadata",
     "node_blocks",
+    "node_search",
     "node_usage",
     "nodes",
     "nodes_fts",
@@ -61,6 +68,7 @@ __all__ = [
     "records",
     "session_tags",
     "sessions",
+    "stored_on",
 ]
 
 metadata = MetaData(
@@ -77,6 +85,15 @@ metadata = MetaData(
 SerialKey = BigInteger().with_variant(Integer(), "sqlite")
 JsonObject = JSON().with_variant(JSONB(), "postgresql")
 Id = String(255)
+POSTGRESQL_ONLY = {"dialects": ("postgresql",)}
+"""A column's `info` for a copy PostgreSQL stores and SQLite derives in a view (migration 0016)."""
+
+
+def stored_on(column: Column[Any], dialect: str) -> bool:
+    """Whether a database of `dialect` has `column` (see `POSTGRESQL_ONLY`)."""
+    dialects = column.info.get("dialects")
+    return dialects is None or dialect in dialects
+
 
 sessions = Table(
     "sessions",
@@ -113,7 +130,7 @@ nodes = Table(
     Column("role", String(32), nullable=False),
     Column("created_at", BigInteger, nullable=False),
     Column("turn_json", Text, nullable=False),
-    Column("search_text", Text, nullable=False, server_default=""),
+    Column("search_text", Text, nullable=False, server_default="", info=POSTGRESQL_ONLY),
     Column("search_chars", Text, nullable=False, server_default=""),
     UniqueConstraint("session_id", "id"),
     ForeignKeyConstraint(
@@ -138,12 +155,12 @@ node_blocks = Table(
     Column("node_id", Id, primary_key=True),
     Column("position", Integer, primary_key=True),
     Column("kind", Text, nullable=False),
-    Column("text", Text, nullable=True),
+    Column("text", Text, nullable=True, info=POSTGRESQL_ONLY),
     Column("tool_name", Text, nullable=True),
     Column("call_id", Text, nullable=True),
     Column("is_error", Integer, nullable=True),
-    Column("input_json", Text, nullable=True),
-    Column("output_json", Text, nullable=True),
+    Column("input_json", Text, nullable=True, info=POSTGRESQL_ONLY),
+    Column("output_json", Text, nullable=True, info=POSTGRESQL_ONLY),
     ForeignKeyConstraint(
         ["session_id", "node_id"], ["nodes.session_id", "nodes.id"], ondelete="CASCADE"
     ),
@@ -185,3 +202,5 @@ node_usage = Table(
 # SQLite's full-text index, for the statements that fill and query it (its rowid is `nodes.pk`).
 nodes_fts = table("nodes_fts", column("rowid"), column("search_text"))
 nodes_fts_chars = table("nodes_fts_chars", column("rowid"), column("search_chars"))
+# SQLite's view of each node's search text, derived from `turn_json` (migration 0016).
+node_search = table("node_search", column("pk"), column("session_id"), column("search_text"))

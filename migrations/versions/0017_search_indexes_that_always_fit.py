@@ -4,8 +4,8 @@ character at most: it always fits), and a partial index lists the longer turns, 
 matches by substring (see `memstore.store.search`). SQLite's FTS5 has no such limit: nothing
 changes there.
 
-Revision ID: 0015
-Revises: 0013
+Revision ID: 0017
+Revises: 0016
 Create Date: 2026-12-04
 """
 
@@ -13,8 +13,8 @@ from collections.abc import Sequence
 
 from alembic import op
 
-revision: str = "0015"
-down_revision: str | None = "0013"
+revision: str = "0017"
+down_revision: str | None = "0016"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
