@@ -25,8 +25,8 @@ from memstore.store.migrate import (
     drop_empty_version_table,
     include_name,
     include_object_on,
+    schema_of,
     sqlite_foreign_keys_off,
-    version_table_options,
 )
 from memstore.store.names import VERSION_TABLE
 from memstore.store.tables import metadata
@@ -55,7 +55,8 @@ def _run(connection: Connection) -> None:
         compare_type=True,
         include_name=include_name,
         include_object=include_object_on(connection.dialect.name),
-        **version_table_options(connection),
+        version_table=VERSION_TABLE,
+        version_table_schema=schema_of(connection),
     )
     with context.begin_transaction():
         context.run_migrations()

@@ -353,11 +353,11 @@ def test_0016_stores_a_turn_once_and_keeps_every_view_row(sqlite_url: str) -> No
             (row["session_id"], row["node_id"], row["position"], row["text"], row["input_json"],
              row["output_json"])
             for session_id, node_id, turn_json, _ in copies
-            for row in block_rows(session_id, node_id, json.loads(turn_json))
+            for row in block_rows(str(session_id), str(node_id), json.loads(str(turn_json)))
         )  # fmt: skip
         assert blocks == expected
         assert [text for *_, text in copies] == [
-            search_text(json.loads(turn_json)) for _, _, turn_json, _ in copies
+            search_text(json.loads(str(turn_json))) for _, _, turn_json, _ in copies
         ]
         assert _sqlite_rows(sqlite_url, VIEW_QUERIES[0]) == views[0]
         _fts_check(sqlite_url)
