@@ -177,6 +177,17 @@ def memstore_schema(postgres_url: str) -> Iterator[str]:
     admin.dispose()
 
 
+def grant_reading(schema: str) -> None:
+    """Let this test's reading login (`$MEMSTORE_READ_URL`) read memstore's `schema`, as the
+    README's recipe does for the schema memstore lives in."""
+    reader = make_url(os.environ["MEMSTORE_READ_URL"]).username
+    admin = sqlalchemy.create_engine(sqlalchemy_url(postgres_server_url()))
+    with admin.begin() as connection:
+        connection.exec_driver_sql(f'GRANT USAGE ON SCHEMA "{schema}" TO "{reader}"')
+        connection.exec_driver_sql(f'GRANT SELECT ON ALL TABLES IN SCHEMA "{schema}" TO "{reader}"')
+    admin.dispose()
+
+
 def objects(url: str, schema: str | None = None) -> set[str]:
     """The tables and views in the database (or schema)."""
     engine = sqlalchemy.create_engine(sqlalchemy_url(url))
@@ -250,6 +261,7 @@ def test_an_application_sessions_table_beside_memstore_in_its_own_schema(
     app.check()
     assert app.rows() == [(1, "alice")]
     assert app.revision() == APP_NEXT
+    grant_reading(memstore_schema)
     with SessionStore(postgres_url, schema=memstore_schema, read_only=True) as reader:
         assert reader.head("s1") == head
         assert reader.read_only_query("SELECT id FROM sessions").rows == [("s1",)]  # memstore's

@@ -269,9 +269,10 @@ def run_read_only(
             return _postgres(engine, sql, limit, timeout)
         from sqlalchemy.pool import NullPool
 
-        from memstore.store.engine import create_store_engine
+        from memstore.store.engine import SCHEMA, create_store_engine
 
-        reader = create_store_engine(read_url, poolclass=NullPool)
+        schema = engine.get_execution_options().get(SCHEMA)  # the reader sees memstore's schema
+        reader = create_store_engine(read_url, schema=schema, poolclass=NullPool)
         try:
             return _postgres(reader, sql, limit, timeout)
         finally:
