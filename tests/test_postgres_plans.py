@@ -25,7 +25,9 @@ from memstore.store.engine import create_store_engine
 
 SIZE = 2_000  # nodes: enough that a scan of a session's rows costs more than a lookup
 TABLES = ("nodes", "records", "node_blocks")
-NODE_ID = re.compile(r"\bid\)?(::text)? = ")  # a condition on the node id, not session_id
+# A condition on the node id (not session_id alone), or on the primary key (the walk reads each
+# turn by the key it walked).
+NODE_ID = re.compile(r"\b(id|pk)\)?(::text)? = ")
 
 
 def chain(session_id: str, count: int) -> list[SessionNode]:

@@ -510,31 +510,33 @@ def _path_query(dialect: str) -> Select[Any]:
     """Walk parent links from `:leaf` towards the root (at most `:limit` nodes), giving each
     node's row and depth (1: the leaf), in no particular order.
 
-    Each step looks one node up by its key. On PostgreSQL the step is a LATERAL subquery with
-    LIMIT 1, which the planner must run once per node (an index lookup): as a plain join it may
-    pick a hash join, reading the whole session once per step, when its statistics are stale.
-    The caller sorts by depth: a sort in the database would copy every turn once more (to disk,
-    past `work_mem`), where the rows come out of the walk nearly in order already.
+    The recursive part carries each node's key and parent only; the turns are read once, by key,
+    after the walk (carrying them through the recursion copied every turn into its work table).
+    On PostgreSQL each step, and each read of a turn, is a LATERAL subquery with LIMIT 1, which
+    the planner must run once per node (an index lookup): as a plain join it may pick a hash
+    join, reading the whole session once per step, when its statistics are stale. The caller
+    sorts by depth: a sort in the database would copy every turn once more (to disk, past
+    `work_mem`), where the rows come out of the walk nearly in order already.
     """
+    if dialect != "postgresql":
+        return _sqlite_path_query()
     session_id: Any = bindparam("session_id")
-    columns = (nodes.c.id, nodes.c.parent_id, nodes.c.turn_json, nodes.c.created_at)
-    start = select(*columns, literal(1).label("depth")).where(
+    start = select(nodes.c.pk, nodes.c.parent_id, literal(1).label("depth")).where(
         nodes.c.session_id == session_id, nodes.c.id == bindparam("leaf")
     )
     path = start.cte("path", recursive=True)
-    parent: Any
-    if dialect == "postgresql":
-        parent = (
-            select(*columns)
-            .where(nodes.c.session_id == session_id, nodes.c.id == path.c.parent_id)
-            .limit(1)
-            .lateral("parent")
-        )
-        step = select(*parent.c, (path.c.depth + 1).label("depth")).join_from(path, parent, true())
-    else:
-        return _sqlite_path_query()
-    path = path.union_all(step.where(path.c.depth < bindparam("limit")))
-    return select(path.c.id, path.c.parent_id, path.c.turn_json, path.c.created_at, path.c.depth)
+    parent = (
+        select(nodes.c.pk, nodes.c.parent_id)
+        .where(nodes.c.session_id == session_id, nodes.c.id == path.c.parent_id)
+        .limit(1)
+        .lateral("parent")
+    )
+    step = select(parent.c.pk, parent.c.parent_id, (path.c.depth + 1).label("depth"))
+    step = step.join_from(path, parent, true()).where(path.c.depth < bindparam("limit"))
+    path = path.union_all(step)
+    columns = (nodes.c.id, nodes.c.parent_id, nodes.c.turn_json, nodes.c.created_at)
+    row = select(*columns).where(nodes.c.pk == path.c.pk).limit(1).lateral("row")
+    return select(*row.c, path.c.depth).join_from(path, row, true())
 
 
 def _sqlite_path_query() -> Select[Any]:
