@@ -19,6 +19,7 @@ MemstoreError
     ├── InvalidNodeIdError  a node id too long or not storable as text
     ├── UnknownSessionError a session that does not exist, where one is required
     ├── SessionExistsError  a session id that is taken, where a new one is required
+    ├── SessionImportingError  a session another import is still writing (absent until done)
     ├── DatabaseError       the database failed (connection, lock, disk)
     ├── QueryError          a read-only query refused or failed
     ├── ReadOnlyStoreError  a write through a store opened for reading only
@@ -133,6 +134,11 @@ class UnknownSessionError(StoreError, KeyError):
 
 class SessionExistsError(StoreError):
     """A session id that is already taken, where a new one is required."""
+
+
+class SessionImportingError(StoreError):
+    """A write to a session that an import is still writing: until it completes, the session
+    is absent to readers and refused to writers. The message names the importing process."""
 
 
 class DatabaseError(StoreError):

@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 
 from memstore.errors import InvalidArgumentError, MemstoreError, ReadOnlyStoreError
 from memstore.graph import SessionGraph
-from memstore.store import compaction, foreign, plans, search, transfer
+from memstore.store import compaction, foreign, importing, plans, search, transfer
 from memstore.store.engine import (
     ASYNC_DRIVERS,
     BUSY_TIMEOUT_SECONDS,
@@ -39,7 +39,16 @@ from memstore.store.errors import translate_database_errors
 from memstore.store.files import atomic_text_file
 from memstore.store.handle import HandleBase
 from memstore.store.migrate import check_ready, is_current, migrate_in, require_ready
-from memstore.store.plans import UNSET, Plan, SessionInfo, Step, StoreStats, Unset, as_call
+from memstore.store.plans import (
+    UNSET,
+    Boundary,
+    Plan,
+    SessionInfo,
+    Step,
+    StoreStats,
+    Unset,
+    as_call,
+)
 from memstore.store.prepared import Prepared, PreparedRows
 from memstore.store.readonly import DEFAULT_QUERY_SECONDS, QueryResult, run_read_only
 from memstore.store.search import SearchHit
@@ -122,6 +131,8 @@ def _async_store_engine(
 async def execute(connection: AsyncConnection, step: Step, driver: Any = None) -> Any:
     """One step of a plan: a prepared statement straight to the driver (`driver`: psycopg's
     asyncio connection under `connection`, if known), else through Core."""
+    if isinstance(step, Boundary):  # only SQLite's imports, which run on the sync store's driver
+        raise TypeError("a transaction boundary runs on a sync connection (use run_sync)")
     if isinstance(step, tuple) and isinstance(step[0], Prepared):
         if step[0].streamed:  # export and import plans run on the sync connection (run_sync)
             raise TypeError("a streamed statement runs on a sync connection (use run_sync)")
@@ -142,7 +153,12 @@ async def drive(plan: Plan[T], connection: AsyncConnection) -> T:
     try:
         step = next(plan)
         while True:
-            step = plan.send(await execute(connection, step, driver))
+            try:
+                result = await execute(connection, step, driver)
+            except BaseException as error:  # as the sync store's `drive`
+                step = plan.throw(error)
+            else:
+                step = plan.send(result)
     except StopIteration as done:
         return done.value  # type: ignore[no-any-return]
 
@@ -183,11 +199,24 @@ class AsyncSessionStore:
                         await self._check_ready()
                     else:
                         await self._upgrade_if_needed()
+                self._opened = True
+                if not self.read_only and self.dialect == "sqlite":
+                    await self.clean_abandoned_imports()
             except BaseException:
                 await self.close()  # no connection left open behind a store that never opened
                 raise
         self._opened = True
         return self
+
+    async def clean_abandoned_imports(self) -> list[str]:
+        """See `SessionStore.clean_abandoned_imports`."""
+        found = await self._run(
+            importing.abandoned_imports(), write=False, action="opening the store"
+        )
+        if not found:
+            return []
+        plan = importing.clean_abandoned(found)
+        return await self._run(plan, write=True, action="deleting abandoned imports")
 
     async def _check_ready(self) -> None:
         """See `SessionStore`'s read_only: SQLite's check runs on its own driver, in a thread."""

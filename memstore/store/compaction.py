@@ -18,7 +18,7 @@ from memstore.errors import UnknownSessionError
 from memstore.graph import SessionGraph, system_clock
 from memstore.store import plans
 from memstore.store.plans import Plan
-from memstore.store.tables import sessions
+from memstore.store.tables import NOT_IMPORTING, sessions
 from memstore.types import (
     Clock,
     CompactionPolicy,
@@ -69,7 +69,9 @@ def read_head_path(dialect: str, session_id: str) -> Plan[tuple[str | None, list
         UnknownSessionError: there is no such session.
     """
     row = (
-        yield select(sessions.c.head).where(sessions.c.id == plans.lookup_id(session_id))
+        yield select(sessions.c.head).where(
+            sessions.c.id == plans.lookup_id(session_id), NOT_IMPORTING
+        )
     ).first()
     if row is None:
         raise UnknownSessionError(f"no session {session_id!r}")

@@ -62,6 +62,10 @@ An append writes about 20 pages; at SQLite's default one append in 50 paid for a
 which made the slowest 2% of appends ten times the typical one. At 8,000 it is one in 400, and a
 page written by many appends between two checkpoints is copied once. The WAL file is removed
 when the last connection closes."""
+LOCK_GAP_SECONDS = 0.11
+"""How long a writer that commits part-way (a chunked import) leaves SQLite's write lock free
+before it takes it again: longer than the 100 ms between a waiting writer's retries (SQLite's
+busy handler), so that each one waiting gets its turn, rather than one in a few commits."""
 CONNECT_TIMEOUT_SECONDS = 10
 """How long connecting to PostgreSQL may take (a server that does not answer) unless the URL
 says otherwise (`?connect_timeout=N`)."""

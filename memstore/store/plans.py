@@ -3,6 +3,8 @@
 An operation is a *plan*: a generator that yields SQLAlchemy statements and receives each one's
 (buffered) result. `SessionStore` drives plans on a `Connection`, `AsyncSessionStore` on an
 `AsyncConnection`, each inside one transaction; a plan that raises rolls the transaction back.
+An error a statement raises is thrown into the plan, which may clean up before it re-raises; a
+plan may also end its transaction part-way (`COMMIT`, `ROLLBACK`: SQLite's chunked imports).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import Enum
 from operator import itemgetter
 from typing import Any, Protocol, TypeAlias, TypeVar, cast
 
@@ -17,6 +20,7 @@ from sqlalchemy import (
     ColumnElement,
     Executable,
     Select,
+    Table,
     bindparam,
     delete,
     func,
@@ -45,13 +49,16 @@ from memstore.errors import (
 from memstore.graph import SessionGraph
 from memstore.hashing import hash_node
 from memstore.store.bulk import paused_gc
+from memstore.store.owners import refuse_if_importing
 from memstore.store.prepared import Params, Prepared
 from memstore.store.rows import stored_rows
 from memstore.store.tables import (
     IN_STORED_ORDER,
+    NOT_IMPORTING,
     Id,
     node_blocks,
     nodes,
+    of_visible_session,
     records,
     session_tags,
     sessions,
@@ -68,8 +75,11 @@ from memstore.types import (
 )
 
 __all__ = [
+    "COMMIT",
     "NATIVE_AGENT",
+    "ROLLBACK",
     "UNSET",
+    "Boundary",
     "Plan",
     "SessionInfo",
     "Step",
@@ -79,8 +89,21 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-Step: TypeAlias = Executable | tuple[Executable | Prepared, Params]
-"""A statement, or a statement and its parameters (a list of rows: executemany)."""
+
+
+class Boundary(Enum):
+    """A step that ends the plan's transaction: the next statement begins another. Only SQLite's
+    chunked imports yield them (see `memstore.store.importing`)."""
+
+    COMMIT = "commit"
+    ROLLBACK = "rollback"
+
+
+COMMIT = Boundary.COMMIT
+ROLLBACK = Boundary.ROLLBACK
+Step: TypeAlias = Executable | tuple[Executable | Prepared, Params] | Boundary
+"""A statement, or a statement and its parameters (a list of rows: executemany), or a
+transaction boundary."""
 
 
 class StepResult(Protocol):
@@ -197,7 +220,8 @@ def lookup_id(session_id: str) -> str:
 
 
 def _session_row(session_id: str) -> Select[Any]:
-    return select(sessions.c.head).where(sessions.c.id == lookup_id(session_id))
+    """The session's head, if there is such a session (one being imported is absent)."""
+    return select(sessions.c.head).where(sessions.c.id == lookup_id(session_id), NOT_IMPORTING)
 
 
 # The append path's statements, compiled once and run on the driver's cursor (see `prepared`).
@@ -213,7 +237,7 @@ _ENSURE_SESSION = {
             updated_at=bindparam("now"),
         )
         .on_conflict_do_update(index_elements=[sessions.c.id], set_={"head": sessions.c.head})
-        .returning(sessions.c.head)
+        .returning(sessions.c.head, sessions.c.importing)
     )
     for dialect, module in (("postgresql", postgresql), ("sqlite", sqlite))
 }
@@ -261,9 +285,14 @@ _INDEX_CHARS = Prepared(text(_INDEXED_TEXTS.format(table="nodes_fts_chars", colu
 
 
 def ensure_session(dialect: str, session_id: str, now: int) -> Plan[str | None]:
-    """Create the session row if missing, lock it against other writers, return its head."""
+    """Create the session row if missing, lock it against other writers, return its head.
+
+    Raises:
+        SessionImportingError: an import of the session is still running.
+    """
     upsert = _ENSURE_SESSION["postgresql" if dialect == "postgresql" else "sqlite"]
-    ((head,),) = yield upsert, {"session_id": session_id, "now": now}
+    ((head, importing),) = yield upsert, {"session_id": session_id, "now": now}
+    refuse_if_importing(session_id, importing)
     return cast(str | None, head)
 
 
@@ -501,7 +530,10 @@ def insert_rows(
 
 def load_session(session_id: str) -> Plan[SessionGraph]:
     """Every node of the session, in the order stored, and its head."""
-    head = (yield _session_row(session_id)).scalar_one_or_none()
+    row = (yield _session_row(session_id)).first()
+    if row is None:
+        return SessionGraph.hydrate(session_id, [], None)
+    head = row.head
     rows = yield _SESSION_NODES, {"session_id": lookup_id(session_id)}
     return SessionGraph.hydrate(session_id, nodes_from_rows(rows), head)
 
@@ -522,7 +554,9 @@ def _path_query(dialect: str) -> Select[Any]:
         return _sqlite_path_query()
     session_id: Any = bindparam("session_id")
     start = select(nodes.c.pk, nodes.c.parent_id, literal(1).label("depth")).where(
-        nodes.c.session_id == session_id, nodes.c.id == bindparam("leaf")
+        nodes.c.session_id == session_id,
+        nodes.c.id == bindparam("leaf"),
+        of_visible_session(nodes.c.session_id),
     )
     path = start.cte("path", recursive=True)
     parent = (
@@ -546,7 +580,9 @@ def _sqlite_path_query() -> Select[Any]:
     recursion: it took twice as long as reading the whole session."""
     session_id: Any = bindparam("session_id")
     start = select(nodes.c.pk, nodes.c.parent_id, literal(1).label("depth")).where(
-        nodes.c.session_id == session_id, nodes.c.id == bindparam("leaf")
+        nodes.c.session_id == session_id,
+        nodes.c.id == bindparam("leaf"),
+        of_visible_session(nodes.c.session_id),
     )
     path = start.cte("path", recursive=True)
     parent = nodes.alias("parent")
@@ -616,7 +652,7 @@ def resolve_node_id(session_id: str, node_id: str) -> Plan[str]:
         UnknownNodeError: no node's id is or starts with `node_id`.
         AmbiguousNodeError: several do; it lists them.
     """
-    owned = nodes.c.session_id == lookup_id(session_id)
+    owned = (nodes.c.session_id == lookup_id(session_id)) & of_visible_session(nodes.c.session_id)
     wanted = lookup_id(node_id)
     if wanted and (yield select(nodes.c.id).where(owned, nodes.c.id == wanted)).first():
         return node_id
@@ -633,7 +669,9 @@ def resolve_node_id(session_id: str, node_id: str) -> Plan[str]:
 
 def list_session_ids() -> Plan[list[str]]:
     """Every session id, sorted."""
-    return list((yield select(sessions.c.id).order_by(sessions.c.id)).scalars())
+    return list(
+        (yield select(sessions.c.id).where(NOT_IMPORTING).order_by(sessions.c.id)).scalars()
+    )
 
 
 _FLOAT_INTEGERS = 2**1023  # beyond this a JSON number is no float the database compares
@@ -685,22 +723,31 @@ class StoreStats:
     top_tools: tuple[tuple[str, int], ...]
 
 
+def _visible_count(table: Table, *where: ColumnElement[bool]) -> Any:
+    """How many rows of `table` match `where`, but for sessions being imported: a count of all
+    and one of theirs (none but while an import runs), so that counting all stays fast."""
+    importing = select(sessions.c.id).where(sessions.c.importing.is_not(None))
+    everything = select(func.count()).select_from(table).where(*where)
+    theirs = everything.where(table.c.session_id.in_(importing))
+    return everything.scalar_subquery() - theirs.scalar_subquery()
+
+
 def store_stats(top: int = 10) -> Plan[StoreStats]:
     """Counts of sessions, nodes, records and tool calls, and the most used tools."""
     totals = (
         yield select(
-            select(func.count()).select_from(sessions).scalar_subquery(),
-            select(func.count()).select_from(nodes).scalar_subquery(),
-            select(func.count()).select_from(records).scalar_subquery(),
-            select(func.count()).where(records.c.kind == "append").scalar_subquery(),
-            select(func.count()).where(node_blocks.c.kind == "tool_call").scalar_subquery(),
-            select(func.count()).where(node_blocks.c.is_error == 1).scalar_subquery(),
+            select(func.count()).where(NOT_IMPORTING).scalar_subquery(),
+            _visible_count(nodes),
+            _visible_count(records),
+            _visible_count(records, records.c.kind == "append"),
+            _visible_count(node_blocks, node_blocks.c.kind == "tool_call"),
+            _visible_count(node_blocks, node_blocks.c.is_error == 1),
         )
     ).one()
     calls = func.count().label("calls")
     tools = yield (
         select(node_blocks.c.tool_name, calls)
-        .where(node_blocks.c.kind == "tool_call")
+        .where(node_blocks.c.kind == "tool_call", of_visible_session(node_blocks.c.session_id))
         .group_by(node_blocks.c.tool_name)
         .order_by(calls.desc(), node_blocks.c.tool_name)
         .limit(top)
@@ -728,9 +775,8 @@ def list_sessions(
     if limit is not None and limit < 0:
         raise ValueError(f"limit must be >= 0, got {limit}")
     count = select(func.count()).where(nodes.c.session_id == sessions.c.id).scalar_subquery()
-    query = select(
-        sessions, count.label("node_count"), _tip_count().label("branch_count")
-    ).order_by(sessions.c.updated_at.desc(), sessions.c.id)
+    query = select(sessions, count.label("node_count"), _tip_count().label("branch_count"))
+    query = query.where(NOT_IMPORTING).order_by(sessions.c.updated_at.desc(), sessions.c.id)
     if session_id is not None:
         query = query.where(sessions.c.id == lookup_id(session_id))
     if tag is not None:
@@ -785,6 +831,8 @@ def delete_session(session_id: str) -> Plan[bool]:
     # Unlink parents first: cascading through the parent foreign key would recurse once per
     # level of the DAG, which SQLite refuses beyond 1,000 levels.
     key = lookup_id(session_id)
+    marker = (yield select(sessions.c.importing).where(sessions.c.id == key)).scalar_one_or_none()
+    refuse_if_importing(session_id, marker)
     yield update(nodes).where(nodes.c.session_id == key).values(parent_id=None)
     result = yield delete(sessions).where(sessions.c.id == key)
     return bool(result.rowcount)
@@ -828,7 +876,9 @@ def fork_session(dialect: str, source_id: str, leaf: str | None, new_id: str) ->
     validate_session_id(new_id)
     if (yield _session_row(source_id)).first() is None:
         raise UnknownSessionError(f"no session {source_id!r}")
-    if (yield _session_row(new_id)).first() is not None:
+    taken = (yield select(sessions.c.importing).where(sessions.c.id == new_id)).first()
+    if taken is not None:
+        refuse_if_importing(new_id, taken.importing)
         raise SessionExistsError(f"session {new_id!r} already exists; choose another id")
     path = yield from load_path_nodes(dialect, source_id, leaf)
     now = now_ms()

@@ -43,7 +43,14 @@ from sqlalchemy import (
 from memstore.errors import InvalidArgumentError, InvalidSessionIdError
 from memstore.store.plans import NATIVE_AGENT, Plan, agent_of
 from memstore.store.rows import UNSPACED, derived_text, search_chars, storable
-from memstore.store.tables import node_search, nodes, nodes_fts, nodes_fts_chars, sessions
+from memstore.store.tables import (
+    node_search,
+    nodes,
+    nodes_fts,
+    nodes_fts_chars,
+    of_visible_session,
+    sessions,
+)
 from memstore.types import is_storable_text
 
 __all__ = ["SearchHit", "fts5_query", "search", "text_snippet"]
@@ -147,6 +154,8 @@ def _postgres_phrase_matches(
         statement = statement.where(word_vector.op("@@")(word_query))
         rank = rank + func.ts_rank(word_vector, word_query)
     oversized = _pg_oversized_matches(words + unspaced, chars=True)
+    statement = statement.where(of_visible_session(nodes.c.session_id))
+    oversized = oversized.where(of_visible_session(nodes.c.session_id))
     if session_id is not None:
         statement = statement.where(nodes.c.session_id == session_id)
         oversized = oversized.where(nodes.c.session_id == session_id)
@@ -165,6 +174,7 @@ def _phrase_search(
         matches = _sqlite_phrase_matches(words, unspaced)
         if session_id is not None:
             matches = matches.where(nodes.c.session_id == session_id)
+        matches = matches.where(of_visible_session(nodes.c.session_id))
     best = matches.order_by(text("rank DESC"), text("pk")).limit(limit).subquery()
     hits = select(*_HIT_COLUMNS, best.c.rank).join_from(nodes, best, nodes.c.pk == best.c.pk)
     if dialect == "postgresql":
@@ -262,6 +272,7 @@ def search(
         ]
         return (yield from _with_agents(found))
     statement = _postgres_search(query) if dialect == "postgresql" else _sqlite_search(query)
+    statement = statement.where(of_visible_session(nodes.c.session_id))
     if session_id is not None:
         statement = statement.where(nodes.c.session_id == session_id)
     statement = statement.order_by(text("rank DESC"), nodes.c.pk).limit(limit)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,13 +15,23 @@ from sqlalchemy.engine import URL
 
 from memstore.errors import MemstoreError, ReadOnlyStoreError
 from memstore.graph import SessionGraph
-from memstore.store import compaction, foreign, plans, search, transfer
-from memstore.store.engine import DEFAULT_URL, SCHEMA, WRITE, store_engine
+from memstore.store import compaction, foreign, importing, plans, search, transfer
+from memstore.store.engine import DEFAULT_URL, LOCK_GAP_SECONDS, SCHEMA, WRITE, store_engine
 from memstore.store.errors import translate_database_errors
 from memstore.store.files import atomic_text_file
 from memstore.store.handle import HandleBase
 from memstore.store.migrate import check_ready, current_revision, downgrade, upgrade
-from memstore.store.plans import UNSET, Plan, SessionInfo, Step, StoreStats, Unset, as_call
+from memstore.store.plans import (
+    COMMIT,
+    UNSET,
+    Boundary,
+    Plan,
+    SessionInfo,
+    Step,
+    StoreStats,
+    Unset,
+    as_call,
+)
 from memstore.store.prepared import Prepared, stream_rows
 from memstore.store.readonly import DEFAULT_QUERY_SECONDS, QueryResult, run_read_only
 from memstore.store.search import SearchHit
@@ -64,11 +75,29 @@ def _cursor(connection: Connection) -> Any:
 
 
 def drive(plan: Plan[T], connection: Connection) -> T:
-    """Run a plan's statements on `connection`, feeding each result back to the plan."""
+    """Run a plan's statements on `connection`, feeding each result back to the plan (or the
+    error it raised: the plan may clean up, then re-raise). After a `Boundary` step the next
+    statement begins a new transaction, LOCK_GAP_SECONDS later at the earliest: SQLite's other
+    writers, which retry every 100 ms while they wait, take the write lock in between."""
+    released: float | None = None  # when a boundary ended the last transaction
+    result: Any
     try:
         step = next(plan)
         while True:
-            step = plan.send(execute(connection, step))
+            try:
+                if isinstance(step, Boundary):
+                    (connection.commit if step is COMMIT else connection.rollback)()
+                    released, result = time.monotonic(), None
+                else:
+                    if released is not None:
+                        time.sleep(max(0.0, released + LOCK_GAP_SECONDS - time.monotonic()))
+                        connection.begin()
+                        released = None
+                    result = execute(connection, step)
+            except BaseException as error:  # Ctrl-C too: the plan's cleanup runs
+                step = plan.throw(error)
+            else:
+                step = plan.send(result)
     except StopIteration as done:
         return done.value  # type: ignore[no-any-return]
 
@@ -84,9 +113,15 @@ def transaction(engine: Engine, *, write: bool) -> Iterator[Connection]:
 
 
 def run(engine: Engine, plan: Plan[T], *, write: bool, action: str) -> T:
-    """Run a plan in one transaction, with database errors translated (naming `action`)."""
-    with translate_database_errors(action), transaction(engine, write=write) as connection:
-        return drive(plan, connection)
+    """Run a plan in a transaction (or several: see `drive`), with database errors translated
+    (naming `action`); what is left uncommitted when it fails is rolled back."""
+    with translate_database_errors(action), engine.connect() as connection:
+        if write:
+            connection.execution_options(**{WRITE: True})
+        connection.begin()
+        result = drive(plan, connection)
+        connection.commit()
+        return result
 
 
 class SessionStore:
@@ -136,9 +171,21 @@ class SessionStore:
                         check_ready(self.engine)
                     else:
                         upgrade(self.engine, only_if_needed=True)
+                if not read_only and self.dialect == "sqlite":
+                    self.clean_abandoned_imports()
             except BaseException:
                 self.close()  # no connection left open behind a store that never opened
                 raise
+
+    def clean_abandoned_imports(self) -> list[str]:
+        """Delete what imports whose process died left (SQLite commits an import of a new
+        session as it goes, invisible until complete); returns the sessions' ids. Opening a
+        store for writing does it."""
+        found = self._run(importing.abandoned_imports(), write=False, action="opening the store")
+        if not found:
+            return []
+        plan = importing.clean_abandoned(found)
+        return self._run(plan, write=True, action="deleting abandoned imports")
 
     def _writable(self, action: str) -> None:
         """Refuse a write through a store opened for reading only."""

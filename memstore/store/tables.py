@@ -2,7 +2,9 @@
 
 Alembic revisions in `migrations/` create and evolve these tables; a test checks that the two agree.
 
-- `sessions`: one row per session, with its head (live leaf) and user metadata.
+- `sessions`: one row per session, with its head (live leaf) and user metadata. `importing`
+  (SQLite, migration 0018) names the process importing a new session in committed chunks: until
+  it is cleared, every read treats the session as absent (see `memstore.store.importing`).
 - `session_tags`: the tags of a session, one row each (so filtering is a plain join).
 - `nodes`: the content-addressed turns. A turn is stored as its exact JSON text; role and time
   get their own columns for queries. A node's parent must be a node of the same session.
@@ -38,6 +40,7 @@ from sqlalchemy import (
     BigInteger,
     CheckConstraint,
     Column,
+    ColumnElement,
     Float,
     ForeignKey,
     ForeignKeyConstraint,
@@ -50,6 +53,7 @@ from sqlalchemy import (
     UniqueConstraint,
     column,
     literal_column,
+    select,
     table,
     text,
 )
@@ -57,6 +61,7 @@ from sqlalchemy.dialects.postgresql import JSONB
 
 __all__ = [
     "IN_STORED_ORDER",
+    "NOT_IMPORTING",
     "POSTGRESQL_ONLY",
     "metadata",
     "node_blocks",
@@ -65,6 +70,7 @@ __all__ = [
     "nodes",
     "nodes_fts",
     "nodes_fts_chars",
+    "of_visible_session",
     "records",
     "session_tags",
     "sessions",
@@ -95,6 +101,11 @@ def stored_on(column: Column[Any], dialect: str) -> bool:
     return dialects is None or dialect in dialects
 
 
+def _where(predicate: str) -> dict[str, Any]:
+    """The keyword arguments of a partial index, on both databases."""
+    return {"sqlite_where": text(predicate), "postgresql_where": text(predicate)}
+
+
 sessions = Table(
     "sessions",
     metadata,
@@ -104,6 +115,8 @@ sessions = Table(
     Column("updated_at", BigInteger, nullable=False),
     Column("title", Text, nullable=True),
     Column("meta", JsonObject, nullable=True),
+    Column("importing", Text, nullable=True),
+    Index(None, "importing", **_where("importing IS NOT NULL")),
 )
 
 session_tags = Table(
@@ -113,11 +126,6 @@ session_tags = Table(
     Column("tag", Id, primary_key=True),
     Index(None, "tag"),
 )
-
-
-def _where(predicate: str) -> dict[str, Any]:
-    """The keyword arguments of a partial index, on both databases."""
-    return {"sqlite_where": text(predicate), "postgresql_where": text(predicate)}
 
 
 nodes = Table(
@@ -143,6 +151,16 @@ nodes = Table(
     Index(None, "session_id", "parent_id", **_where("parent_id IS NOT NULL")),
     Index(None, "session_id", "pk", **_where("pk > 0")),
 )
+
+NOT_IMPORTING = sessions.c.importing.is_(None)
+"""The condition every read of `sessions` adds: a session being imported is absent."""
+
+
+def of_visible_session(session_id: ColumnElement[str]) -> ColumnElement[bool]:
+    """The condition every read of a session's rows adds: its session is not being imported
+    (a set that is empty but while an import runs: its partial index finds it at once)."""
+    return session_id.not_in(select(sessions.c.id).where(sessions.c.importing.is_not(None)))
+
 
 IN_STORED_ORDER = nodes.c.pk > literal_column("0")
 """The condition (always true) that lets a query read a session's nodes in the order stored,

@@ -1,14 +1,16 @@
 """Import and export of legacy JSONL session files, byte for byte, as store plans.
 
-An import runs in one transaction per file: a refused file leaves the database as it was. It is
-incremental: the records already imported must still be the file's prefix (compared byte by
-byte, streaming); only the lines after them are added. Lines are read, checked and inserted in
-batches, so memory stays bounded by the largest line, not the file.
-"""
+An import is all or nothing: a refused file leaves the database as it was. It runs in one
+transaction per file, except on SQLite into a new session, which commits as it goes but stays
+invisible until complete (see `importing`). It is incremental: the records already imported
+must still be the file's prefix (compared byte by byte, streaming); only the lines after them
+are added. Lines are read, checked and inserted in batches, so memory stays bounded by the
+largest line, not the file."""
 
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
@@ -27,8 +29,11 @@ from memstore.jsonl import (
     read_records,
     verify_node_id,
 )
+from memstore.store import importing
 from memstore.store.bulk import paused_gc
+from memstore.store.owners import ImportOwner, release
 from memstore.store.plans import (
+    COMMIT,
     INSERT_RECORDS,
     Plan,
     ensure_session,
@@ -41,7 +46,7 @@ from memstore.store.plans import (
 )
 from memstore.store.prepared import Prepared
 from memstore.store.rows import stored_rows
-from memstore.store.tables import IN_STORED_ORDER, nodes, records, sessions
+from memstore.store.tables import IN_STORED_ORDER, NOT_IMPORTING, nodes, records, sessions
 from memstore.types import Migrator, is_storable_text, validate_session_id
 
 __all__ = [
@@ -55,6 +60,8 @@ __all__ = [
 ]
 
 BATCH_ROWS = 1000
+CHUNK_BYTES = 4_000_000
+"""At most this many bytes of lines are parsed and checked at a time (with BATCH_ROWS)."""
 Progress = Callable[[int, int], None]
 """Called as records are imported: (bytes read so far, records read so far)."""
 
@@ -333,19 +340,26 @@ def _import_node(
 
 
 def _in_chunks(records: Iterator[Record]) -> Iterator[list[Record]]:
-    """The records, in chunks of BATCH_ROWS: read ahead so that the ids a chunk names are
-    looked up in one query. A line that does not parse is raised after the chunk of the lines
-    before it was handled, as without the read-ahead."""
+    """The records, in chunks of BATCH_ROWS (or fewer, of CHUNK_BYTES): read ahead so that the
+    ids a chunk names are looked up in one query. A line that does not parse is raised after
+    the chunk of the lines before it was handled, as without the read-ahead."""
     while True:
         chunk: list[Record] = []
+        size = 0
+        ended = True
         try:
             with paused_gc():  # parsed turns: many small containers, and no cycles among them
-                chunk.extend(itertools.islice(records, BATCH_ROWS))
+                for record in records:
+                    chunk.append(record)
+                    size += len(record.line.data)
+                    if len(chunk) >= BATCH_ROWS or size >= CHUNK_BYTES:
+                        ended = False
+                        break
         except JsonlError:
             yield chunk
             raise
         yield chunk
-        if len(chunk) < BATCH_ROWS:
+        if ended:
             return
 
 
@@ -381,39 +395,17 @@ def import_file(
             # Plans cached while the tables were small (say, empty and never analyzed) would
             # keep checking foreign keys by sequential scan as the import grows them.
             yield text("SET LOCAL plan_cache_mode = force_custom_plan")
+        owner = ImportOwner.mine()
+        try:
+            if dialect == "sqlite" and (yield from importing.claim_new_session(session_id, owner)):
+                yield from _import_new(dialect, report, file, options, owner)
+                return report
+        finally:
+            release(owner)
         report.leaf = yield from ensure_session(dialect, session_id, now_ms())
         offset, lines = yield from _match_prefix(path, session_id, file)
-        outcome = ReadOutcome([])
-        batch = _Batch(dialect, session_id)
-        new_head = None
-        records = read_records(
-            path, file, migrators, offset=offset, number=lines + 1, outcome=outcome
-        )
-        for chunk in _in_chunks(records):
-            # The ids these lines name that the session holds already.
-            known = yield from _known_ids(dialect, session_id, chunk, batch)
-            for record in chunk:
-                if record.kind == "node":
-                    yield from _import_node(report, record, known, batch, options)
-                elif record.kind == "head":
-                    if record.node_id not in known:
-                        raise JsonlError(
-                            path,
-                            record.line.number,
-                            f"head names {record.node_id!r}, which no earlier line defines",
-                        )
-                    new_head = record.node_id
-                batch.add_record(record.kind, record.node_id, record.raw)
-            report.records += len(chunk)
-            if batch.full():
-                yield from batch.flush()
-                if progress is not None and chunk:
-                    progress(chunk[-1].line.end, lines + report.records)
-        yield from batch.flush()
-        report.warnings.extend(outcome.warnings)
+        batch = yield from _import_records(dialect, report, file, options, offset, lines)
     report.unchanged = report.records == 0
-    if new_head is not None:
-        report.leaf = new_head
     if not report.unchanged:
         yield (
             update(sessions)
@@ -421,6 +413,78 @@ def import_file(
             .values(head=report.leaf, **batch.session_times())
         )
     return report
+
+
+def _import_new(
+    dialect: str,
+    report: FileImport,
+    file: BinaryIO,
+    options: _ImportOptions,
+    owner: ImportOwner,
+) -> Plan[None]:
+    """Import a file into a new session claimed by `owner`, committing as it goes (SQLite: see
+    `importing`); a refused or failed import deletes what it committed."""
+    try:
+        batch = yield from _import_records(dialect, report, file, options, 0, 0, chunked=True)
+        values = {"head": report.leaf, **batch.session_times()}
+        yield from importing.complete(report.session_id, owner, values)
+    except GeneratorExit:
+        raise
+    except BaseException as error:
+        try:
+            yield from importing.abandon(report.session_id, owner)
+        except Exception as cleanup:  # the next store opening the database deletes it
+            error.add_note(f"deleting what the import wrote failed too: {cleanup}")
+        raise
+    report.unchanged = report.records == 0
+
+
+def _import_records(
+    dialect: str,
+    report: FileImport,
+    file: BinaryIO,
+    options: _ImportOptions,
+    offset: int,
+    lines: int,
+    *,
+    chunked: bool = False,
+) -> Plan[_Batch]:
+    """Import the file's records from `offset` (line `lines` + 1) on, checking each; sets the
+    report's counts and leaf. `chunked`: commit every CHUNK_SECONDS (see `importing`)."""
+    path, session_id, progress = report.path, report.session_id, options.progress
+    outcome = ReadOutcome([])
+    batch = _Batch(dialect, session_id)
+    records = read_records(
+        path, file, options.migrators, offset=offset, number=lines + 1, outcome=outcome
+    )
+    committed = time.monotonic()
+    for chunk in _in_chunks(records):
+        # The ids these lines name that the session holds already.
+        known = yield from _known_ids(dialect, session_id, chunk, batch)
+        for record in chunk:
+            if record.kind == "node":
+                yield from _import_node(report, record, known, batch, options)
+            elif record.kind == "head":
+                if record.node_id not in known:
+                    raise JsonlError(
+                        path,
+                        record.line.number,
+                        f"head names {record.node_id!r}, which no earlier line defines",
+                    )
+                report.leaf = record.node_id
+            batch.add_record(record.kind, record.node_id, record.raw)
+        report.records += len(chunk)
+        commit = chunked and time.monotonic() - committed >= importing.CHUNK_SECONDS
+        if batch.full() or commit:
+            yield from batch.flush()
+            if progress is not None and chunk:
+                progress(chunk[-1].line.end, lines + report.records)
+        if commit:
+            yield COMMIT  # the lock is free while the next lines are read
+            committed = time.monotonic()
+    yield from batch.flush()
+    report.warnings.extend(outcome.warnings)
+    return batch
 
 
 IMPORT_SOURCES = ("jsonl", "pi", "claude-code", "auto")
@@ -521,7 +585,8 @@ def export_session(session_id: str, out: TextIO) -> Plan[int]:
     Raises:
         UnknownSessionError: there is no such session.
     """
-    if (yield select(sessions.c.id).where(sessions.c.id == lookup_id(session_id))).first() is None:
+    found = select(sessions.c.id).where(sessions.c.id == lookup_id(session_id), NOT_IMPORTING)
+    if (yield found).first() is None:
         raise UnknownSessionError(f"no session {session_id!r}")
     count = 0
     stored = yield from _StoredLines.open(session_id)
