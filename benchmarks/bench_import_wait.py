@@ -5,7 +5,9 @@ at a time to another session, as fast as it can, from the moment the import star
 ends, and records how long each append took. Prints the import's time, how many appends
 completed while it ran, and the appender's longest and 99th-percentile append.
 
-    python benchmarks/bench_import_wait.py [--megabytes 150]
+    python benchmarks/bench_import_wait.py [--megabytes 150] [--alone]
+
+`--alone` times the import without the appender (to compare imports, say against main's).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ def append_until(url: str, started: Any, stop: Any, results: Any) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--megabytes", type=float, default=150)
+    parser.add_argument("--alone", action="store_true", help="time the import alone, then exit")
     options = parser.parse_args()
     with tempfile.TemporaryDirectory() as directory:
         root = Path(directory)
@@ -49,6 +52,12 @@ def main() -> int:
         write_session(source, options.megabytes)
         url = f"sqlite:///{root / 'db.sqlite'}"
         SessionStore(url).close()
+        if options.alone:
+            begun = time.monotonic()
+            with SessionStore(url) as store:  # closing it checkpoints what is left in the WAL
+                store.import_jsonl(source, session_id="big")
+            print(f"import of {options.megabytes:g} MB alone: {time.monotonic() - begun:.1f} s")
+            return 0
         context = multiprocessing.get_context("spawn")
         started, stop, results = context.Event(), context.Event(), context.Queue()
         appender = context.Process(target=append_until, args=(url, started, stop, results))

@@ -427,3 +427,61 @@ def test_0016_sql_derives_what_the_store_indexed_for_any_turn(sqlite_url: str) -
         assert next(session) > 50  # the examples ran
     finally:
         store.close()
+
+
+FILTERED_VIEWS = ("blocks", "turns", "tool_calls", "session_stats", "session_sources")
+
+
+def _rows(url: str, sql: str) -> list[tuple[object, ...]]:
+    engine = create_store_engine(url)
+    try:
+        with engine.connect() as connection:
+            return [tuple(row) for row in connection.execute(sqlalchemy.text(sql))]
+    finally:
+        engine.dispose()
+
+
+def _write(url: str, sql: str) -> None:
+    engine = create_store_engine(url)
+    try:
+        with engine.begin() as connection:
+            connection.execute(sqlalchemy.text(sql))
+    finally:
+        engine.dispose()
+
+
+def _view_definitions(url: str) -> list[tuple[object, ...]]:
+    if url.startswith("sqlite"):
+        return _rows(url, "SELECT name, sql FROM sqlite_master WHERE type = 'view' ORDER BY name")
+    query = "SELECT viewname, definition FROM pg_views WHERE schemaname = current_schema()"
+    return sorted(_rows(url, query))
+
+
+def test_0018_views_leave_out_sessions_being_imported_and_the_downgrade_restores_them(
+    database_url: str,
+) -> None:
+    store = SessionStore(database_url, auto_migrate=False)
+    try:
+        store.upgrade_schema("0017")
+        before = _view_definitions(database_url)
+        store.upgrade_schema("0018")
+        store.import_jsonl(LEGACY / "tool-calls.jsonl")
+        store.import_jsonl(LEGACY / "branching.jsonl")
+        count = "SELECT count(*) FROM {} WHERE session_id = 'tool-calls'"
+        shown = {view: _rows(database_url, count.format(view)) for view in FILTERED_VIEWS}
+        assert all(rows != [(0,)] for rows in shown.values())
+        _write(database_url, "UPDATE sessions SET importing = 'x' WHERE id = 'tool-calls'")
+        for view in FILTERED_VIEWS:
+            assert _rows(database_url, count.format(view)) == [(0,)]
+            assert _rows(database_url, count.format(f"{view}_all")) == shown[view]
+        branching = "SELECT count(*) FROM turns WHERE session_id = 'branching'"
+        assert _rows(database_url, branching) != [(0,)]
+        _write(database_url, "UPDATE sessions SET importing = NULL WHERE id = 'tool-calls'")
+        store.downgrade_schema("0017")
+        assert _view_definitions(database_url) == before
+        assert {view: _rows(database_url, count.format(view)) for view in FILTERED_VIEWS} == shown
+        columns = sqlalchemy.inspect(store.engine).get_columns("sessions")
+        assert "importing" not in {column["name"] for column in columns}
+        store.upgrade_schema()
+    finally:
+        store.close()

@@ -2,12 +2,13 @@
 
 SQLite has one write lock for the whole database: an import in one transaction made every other
 writer wait for the whole file (a 700 MB file: longer than the busy timeout, so appends to other
-sessions failed). So on SQLite an import into a session that does not exist yet first commits
-the session's row marked with its owner (`sessions.importing`: host, process id and start, a
-token of its own), then commits every CHUNK_SECONDS, and the lock is free while it reads the
-next lines. Until the last transaction clears the mark (with the head, in one short
-transaction), every read treats the session as absent and every write to it is refused
-(`SessionImportingError`, naming the importing process).
+sessions failed). So on SQLite an import into a session that does not exist yet marks the
+session's row with its owner (`sessions.importing`: host, process id and start, a token of its
+own) and commits every CHUNK_SECONDS of work; after each commit the store's driver leaves the
+lock free for a moment (`engine.LOCK_GAP_SECONDS`), which the import spends reading and parsing
+the next lines. A file imported within the first CHUNK_SECONDS is one transaction, as before.
+Until the last transaction clears the mark (with the head), every read treats the session as
+absent and every write to it is refused (`SessionImportingError`, naming the importing process).
 
 An import that is refused or fails deletes what it wrote, DELETE_ROWS rows a transaction. One
 whose process died (SIGKILL, power) is deleted by the next store that opens the database for
@@ -21,8 +22,11 @@ row locks keep writers of other sessions free).
 
 from __future__ import annotations
 
+import time
+
 from sqlalchemy import delete, insert, select, update
 
+from memstore.store.engine import LOCK_GAP_SECONDS
 from memstore.store.owners import ImportOwner, refusal, release, running_as
 from memstore.store.plans import COMMIT, ROLLBACK, Plan, now_ms
 from memstore.store.tables import IN_STORED_ORDER, nodes, records, sessions
@@ -30,6 +34,7 @@ from memstore.store.tables import IN_STORED_ORDER, nodes, records, sessions
 __all__ = [
     "CHUNK_SECONDS",
     "DELETE_ROWS",
+    "Chunks",
     "abandon",
     "abandoned_imports",
     "claim_new_session",
@@ -45,9 +50,9 @@ DELETE_ROWS = 5000
 
 
 def claim_new_session(session_id: str, owner: ImportOwner) -> Plan[bool]:
-    """Mark the session as being imported by `owner` and commit, if it does not exist (True);
-    False when it holds rows already (the import is incremental: one transaction). A partial
-    import whose owner is gone is deleted first.
+    """Mark the session as being imported by `owner`, if it does not exist (True); False when
+    it holds rows already (the import is incremental: one transaction). A partial import whose
+    owner is gone is deleted first.
 
     Raises:
         SessionImportingError: a live import of the session runs.
@@ -67,9 +72,34 @@ def claim_new_session(session_id: str, owner: ImportOwner) -> Plan[bool]:
     now = now_ms()
     values = {"id": session_id, "created_at": now, "updated_at": now, "importing": owner.marker}
     running_as(owner)
-    yield insert(sessions).values(values)
-    yield COMMIT
+    yield insert(sessions).values(values)  # committed with the first chunk
     return True
+
+
+class Chunks:
+    """When a chunked import commits: after each CHUNK_SECONDS of work. A file imported within
+    the first is one transaction, as before (the mark set and cleared in it)."""
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+        self.committed = False
+        self.gap_ends = 0.0
+
+    def due(self) -> bool:
+        """Whether the open transaction has held the write lock long enough."""
+        return time.monotonic() - self.started >= CHUNK_SECONDS
+
+    def commit(self) -> Plan[None]:
+        """Commit what the import wrote so far (the next statement begins a new transaction)."""
+        yield COMMIT
+        self.committed = True
+        self.started = time.monotonic()
+        self.gap_ends = self.started + LOCK_GAP_SECONDS
+
+    def reading_ahead(self) -> bool:
+        """Whether the lock is still to be left free after a commit: the import reads and
+        parses lines meanwhile, rather than wait for nothing (the driver waits the rest)."""
+        return time.monotonic() < self.gap_ends
 
 
 def complete(session_id: str, owner: ImportOwner, values: dict[str, object]) -> Plan[None]:

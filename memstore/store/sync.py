@@ -458,10 +458,13 @@ class SessionStore:
     ) -> ImportReport:
         """Import a legacy JSONL session file, or every `*.jsonl` file of a directory.
 
-        Each file is one transaction and one session (by default its file name's stem), and
-        passes through the store's migrators. Importing again adds only what the file gained
-        since; a file whose imported part changed is refused. With `verify`, every node id must
-        be its content hash (`keep_mismatched=True` imports mismatches with a warning).
+        Each file is one session (by default its file name's stem), imported all or nothing,
+        and passes through the store's migrators. On SQLite a new session's import commits as
+        it goes, so that other writers wait a moment, not the whole file; the session stays
+        absent to readers, and refused to writers (SessionImportingError), until it completes.
+        Importing again adds only what the file gained since; a file whose imported part
+        changed is refused. With `verify`, every node id must be its content hash
+        (`keep_mismatched=True` imports mismatches with a warning).
 
         Raises:
             JsonlError: naming the file and line; that file's import left no trace.

@@ -10,7 +10,6 @@ largest line, not the file."""
 from __future__ import annotations
 
 import itertools
-import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
@@ -33,7 +32,6 @@ from memstore.store import importing
 from memstore.store.bulk import paused_gc
 from memstore.store.owners import ImportOwner, release
 from memstore.store.plans import (
-    COMMIT,
     INSERT_RECORDS,
     Plan,
     ensure_session,
@@ -62,6 +60,9 @@ __all__ = [
 BATCH_ROWS = 1000
 CHUNK_BYTES = 4_000_000
 """At most this many bytes of lines are parsed and checked at a time (with BATCH_ROWS)."""
+READ_AHEAD_ROWS = 8 * BATCH_ROWS
+"""At most this many records in a chunk read while a chunked import leaves the lock free (their
+ids, twice as many, stay under SQLite's 32,766 parameters a statement)."""
 Progress = Callable[[int, int], None]
 """Called as records are imported: (bytes read so far, records read so far)."""
 
@@ -339,10 +340,13 @@ def _import_node(
     report.nodes += 1
 
 
-def _in_chunks(records: Iterator[Record]) -> Iterator[list[Record]]:
+def _in_chunks(
+    records: Iterator[Record], longer: Callable[[], bool] | None = None
+) -> Iterator[list[Record]]:
     """The records, in chunks of BATCH_ROWS (or fewer, of CHUNK_BYTES): read ahead so that the
-    ids a chunk names are looked up in one query. A line that does not parse is raised after
-    the chunk of the lines before it was handled, as without the read-ahead."""
+    ids a chunk names are looked up in one query. While `longer()` holds, a chunk grows up to
+    READ_AHEAD_ROWS. A line that does not parse is raised after the chunk of the lines before
+    it was handled, as without the read-ahead."""
     while True:
         chunk: list[Record] = []
         size = 0
@@ -352,7 +356,8 @@ def _in_chunks(records: Iterator[Record]) -> Iterator[list[Record]]:
                 for record in records:
                     chunk.append(record)
                     size += len(record.line.data)
-                    if len(chunk) >= BATCH_ROWS or size >= CHUNK_BYTES:
+                    full = len(chunk) >= BATCH_ROWS and (longer is None or not longer())
+                    if full or size >= CHUNK_BYTES or len(chunk) >= READ_AHEAD_ROWS:
                         ended = False
                         break
         except JsonlError:
@@ -424,13 +429,16 @@ def _import_new(
 ) -> Plan[None]:
     """Import a file into a new session claimed by `owner`, committing as it goes (SQLite: see
     `importing`); a refused or failed import deletes what it committed."""
+    chunks = importing.Chunks()
     try:
-        batch = yield from _import_records(dialect, report, file, options, 0, 0, chunked=True)
+        batch = yield from _import_records(dialect, report, file, options, 0, 0, chunks)
         values = {"head": report.leaf, **batch.session_times()}
         yield from importing.complete(report.session_id, owner, values)
     except GeneratorExit:
         raise
     except BaseException as error:
+        if not chunks.committed:
+            raise  # one transaction so far: it is rolled back
         try:
             yield from importing.abandon(report.session_id, owner)
         except Exception as cleanup:  # the next store opening the database deletes it
@@ -446,19 +454,17 @@ def _import_records(
     options: _ImportOptions,
     offset: int,
     lines: int,
-    *,
-    chunked: bool = False,
+    chunks: importing.Chunks | None = None,
 ) -> Plan[_Batch]:
     """Import the file's records from `offset` (line `lines` + 1) on, checking each; sets the
-    report's counts and leaf. `chunked`: commit every CHUNK_SECONDS (see `importing`)."""
+    report's counts and leaf. With `chunks`, commit when they say (see `importing`)."""
     path, session_id, progress = report.path, report.session_id, options.progress
     outcome = ReadOutcome([])
     batch = _Batch(dialect, session_id)
     records = read_records(
         path, file, options.migrators, offset=offset, number=lines + 1, outcome=outcome
     )
-    committed = time.monotonic()
-    for chunk in _in_chunks(records):
+    for chunk in _in_chunks(records, chunks.reading_ahead if chunks is not None else None):
         # The ids these lines name that the session holds already.
         known = yield from _known_ids(dialect, session_id, chunk, batch)
         for record in chunk:
@@ -474,14 +480,13 @@ def _import_records(
                 report.leaf = record.node_id
             batch.add_record(record.kind, record.node_id, record.raw)
         report.records += len(chunk)
-        commit = chunked and time.monotonic() - committed >= importing.CHUNK_SECONDS
+        commit = chunks is not None and chunks.due()
         if batch.full() or commit:
             yield from batch.flush()
             if progress is not None and chunk:
                 progress(chunk[-1].line.end, lines + report.records)
-        if commit:
-            yield COMMIT  # the lock is free while the next lines are read
-            committed = time.monotonic()
+        if commit and chunks is not None:
+            yield from chunks.commit()  # the lock is free while the next lines are read
     yield from batch.flush()
     report.warnings.extend(outcome.warnings)
     return batch
@@ -562,8 +567,8 @@ def import_plans(
     keep_mismatched: bool,
     progress: Progress | None,
 ) -> Iterator[tuple[Path, Plan[FileImport]]]:
-    """One import plan per file that an import of `path` covers (each runs in its own
-    transaction), for the sync and async stores alike."""
+    """One import plan per file that an import of `path` covers (each all or nothing), for the
+    sync and async stores alike."""
     for file, target in import_targets(path, session_id):
         yield (
             file,

@@ -21,11 +21,12 @@ depends_on: str | Sequence[str] | None = None
 
 VIEWS = ("blocks", "turns", "tool_calls", "session_stats", "session_sources")
 VISIBLE = "session_id NOT IN (SELECT id FROM sessions WHERE importing IS NOT NULL)"
-_CREATE_VIEW = re.compile(r"^\s*CREATE\s+VIEW\s+\S+\s+AS\s+", re.IGNORECASE)
+_CREATE_VIEW = re.compile(r"^\s*CREATE\s+VIEW\s+\S+\s+AS(?=\s)", re.IGNORECASE)
 
 
 def _definition(view: str) -> str:
-    """The SELECT a view runs, read back from the database's catalog."""
+    """The SELECT a view runs, read back from the database's catalog (with the white space
+    before it, so that a view made again is written as it was)."""
     bind = op.get_bind()
     if bind.dialect.name == "sqlite":
         query = sa.text("SELECT sql FROM sqlite_master WHERE type = 'view' AND name = :name")
@@ -38,9 +39,9 @@ def _replace(view: str, select: str) -> None:
     """Make `view` run `select`; PostgreSQL keeps the view (and what was granted on it)."""
     if op.get_bind().dialect.name == "sqlite":
         op.execute(f"DROP VIEW {view}")
-        op.execute(f"CREATE VIEW {view} AS {select}")
+        op.execute(f"CREATE VIEW {view} AS{select}")
     else:
-        op.execute(f"CREATE OR REPLACE VIEW {view} AS {select}")
+        op.execute(f"CREATE OR REPLACE VIEW {view} AS{select}")
 
 
 def upgrade() -> None:
@@ -53,8 +54,8 @@ def upgrade() -> None:
         postgresql_where=sa.text("importing IS NOT NULL"),
     )
     for view in VIEWS:
-        op.execute(f"CREATE VIEW {view}_all AS {_definition(view)}")
-        _replace(view, f"SELECT * FROM {view}_all WHERE {VISIBLE}")
+        op.execute(f"CREATE VIEW {view}_all AS{_definition(view)}")
+        _replace(view, f" SELECT * FROM {view}_all WHERE {VISIBLE}")
 
 
 def downgrade() -> None:
