@@ -43,7 +43,7 @@ __all__ = [
     "discard",
 ]
 
-CHUNK_SECONDS = 0.5
+CHUNK_SECONDS = 1.0
 """How long a chunked import keeps SQLite's write lock before it commits (and lets others in)."""
 DELETE_ROWS = 5000
 """Rows deleted per transaction when an import is undone."""

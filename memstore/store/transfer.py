@@ -60,9 +60,9 @@ __all__ = [
 BATCH_ROWS = 1000
 CHUNK_BYTES = 4_000_000
 """At most this many bytes of lines are parsed and checked at a time (with BATCH_ROWS)."""
-READ_AHEAD_ROWS = 8 * BATCH_ROWS
-"""At most this many records in a chunk read while a chunked import leaves the lock free (their
-ids, twice as many, stay under SQLite's 32,766 parameters a statement)."""
+READ_AHEAD_ROWS, READ_AHEAD_BYTES = 2 * BATCH_ROWS, 1_000_000
+"""How far a chunk grows (at most) while a chunked import leaves the lock free: a record read
+takes ten times its bytes or more until it is inserted, so memory stays near a plain chunk's."""
 Progress = Callable[[int, int], None]
 """Called as records are imported: (bytes read so far, records read so far)."""
 
@@ -345,8 +345,8 @@ def _in_chunks(
 ) -> Iterator[list[Record]]:
     """The records, in chunks of BATCH_ROWS (or fewer, of CHUNK_BYTES): read ahead so that the
     ids a chunk names are looked up in one query. While `longer()` holds, a chunk grows up to
-    READ_AHEAD_ROWS. A line that does not parse is raised after the chunk of the lines before
-    it was handled, as without the read-ahead."""
+    READ_AHEAD_ROWS or READ_AHEAD_BYTES. A line that does not parse is raised after the chunk
+    of the lines before it was handled, as without the read-ahead."""
     while True:
         chunk: list[Record] = []
         size = 0
@@ -356,8 +356,13 @@ def _in_chunks(
                 for record in records:
                     chunk.append(record)
                     size += len(record.line.data)
-                    full = len(chunk) >= BATCH_ROWS and (longer is None or not longer())
-                    if full or size >= CHUNK_BYTES or len(chunk) >= READ_AHEAD_ROWS:
+                    full = len(chunk) >= BATCH_ROWS and (
+                        longer is None
+                        or size >= READ_AHEAD_BYTES
+                        or len(chunk) >= READ_AHEAD_ROWS
+                        or not longer()
+                    )
+                    if full or size >= CHUNK_BYTES:
                         ended = False
                         break
         except JsonlError:
