@@ -19,7 +19,8 @@
 With `--postgres URL`, the same on PostgreSQL, for 500, 5,000 and 20,000 turns appended one by
 one to a fresh database (a new schema): per-append cost, first tenth vs last tenth (goal <= 1.3),
 and vs a floor of raw psycopg 3 writing the same rows into the same schema, one transaction per
-turn, with prepared statements (goal <= 2.5x); `load_session` vs one raw `SELECT` + `json.loads`
+turn, with prepared statements (goal <= 2.5x), the two runs taking turns in 50 slices so that
+the machine's noise lands on both alike; `load_session` vs one raw `SELECT` + `json.loads`
 (goal <= 2x); `load_path` of the whole chain vs `load_session` (goal <= 1.5x) and vs the raw read;
 `load_path(last=50)` vs a raw read of the newest 50 rows; and the async store against the sync one.
 
@@ -463,6 +464,20 @@ def floor_read(connection: Any, session_id: str, last: int | None = None) -> Non
         connection.commit()
 
 
+def store_appends(store: SessionStore, nodes: list[SessionNode]) -> list[float]:
+    """memstore: `append_node` of each node, one transaction each; each one's time."""
+    times = []
+    for node in nodes:
+        start = time.perf_counter()
+        store.append_node("s", node)
+        times.append(time.perf_counter() - start)
+    return times
+
+
+SLICES = 50
+"""How many slices the floor's and memstore's appends alternate in."""
+
+
 def tenths(times: list[float]) -> tuple[float, float]:
     """The mean of the first tenth and of the last tenth."""
     tenth = max(len(times) // 10, 1)
@@ -479,14 +494,18 @@ def postgres_size(schemas: FreshSchemas, count: int) -> list[Row]:
     raw = psycopg.connect(schemas.url, options=f"-csearch_path={floor_schema}")
     raw.execute("INSERT INTO sessions (id, created_at, updated_at) VALUES ('s', 0, 0)")
     raw.commit()
-    floor_times = floor_appends(raw, same_rows("s", nodes))
 
     store = SessionStore(schemas.store_url(schemas.new()))
-    times = []
-    for node in nodes:
-        start = time.perf_counter()
-        store.append_node("s", node)
-        times.append(time.perf_counter() - start)
+    times: list[float] = []
+    floor_times: list[float] = []
+    rows = same_rows("s", nodes)
+    # The two append runs take turns, a slice of each at a time, so that both grow their tables
+    # through the same stretch of the machine's life (other jobs, checkpoints, autovacuum): a
+    # burst of noise lands in the same tenth of each run, not in one run's last tenth only.
+    step = max(count // SLICES, 1)
+    for start in range(0, count, step):
+        floor_times.extend(floor_appends(raw, rows[start : start + step]))
+        times.extend(store_appends(store, nodes[start : start + step]))
     rounds = 5 if count <= 5000 else 3
     floor_load, load, path, floor_last, last = interleaved(
         lambda: floor_read(raw, "s"),
