@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import inspect
 import itertools
 import json
 import sqlite3
@@ -49,6 +50,8 @@ from memstore import AsyncSessionStore, SessionGraph, SessionNode, SessionStore,
 from memstore.store.rows import stored_rows
 
 APPENDS = 2000
+SLICES = 50
+"""How many slices the appends of two stores being compared alternate in."""
 
 
 def turn(i: int) -> dict[str, object]:
@@ -286,43 +289,44 @@ def report(rows: list[Row], floor: str = "floor") -> None:
 
 def async_rows(url_of: Callable[[str], str], count: int) -> list[Row]:
     """The sync and the async store, each appending the same `count` turns one by one to a
-    fresh database, then loading the session and its path: async time vs sync time."""
+    fresh database, then loading the session and its path: async time vs sync time. The two
+    take turns (slices of appends, then one load each per round), so noise hits both alike."""
     nodes = chain("s", count)
-    sync_store = SessionStore(url_of("sync"))
 
-    def append_all() -> None:
-        for node in nodes:
-            sync_store.append_node("s", node)
-
-    sync_append = timed(append_all)
-    sync_load, sync_path = interleaved(
-        lambda: sync_store.load_session("s"),
-        lambda: sync_store.load_path("s"),
-        rounds=5,
-    )
-    sync_store.close()
-
-    async def run_async() -> tuple[float, float, float]:
-        async with AsyncSessionStore(url_of("async")) as store:
-            start = time.perf_counter()
-            for node in nodes:
-                await store.append_node("s", node)
-            append = time.perf_counter() - start
-            load = path = float("inf")
+    async def run() -> list[float]:
+        sync_store = SessionStore(url_of("sync"))
+        async with AsyncSessionStore(url_of("async")) as async_store:
+            sync_append = async_append = 0.0
+            step = max(count // SLICES, 1)
+            for first in range(0, count, step):
+                start = time.perf_counter()
+                for node in nodes[first : first + step]:
+                    sync_store.append_node("s", node)
+                sync_append += time.perf_counter() - start
+                start = time.perf_counter()
+                for node in nodes[first : first + step]:
+                    await async_store.append_node("s", node)
+                async_append += time.perf_counter() - start
+            loads: list[Callable[[], object]] = [
+                lambda: sync_store.load_session("s"),
+                lambda: async_store.load_session("s"),
+                lambda: sync_store.load_path("s"),
+                lambda: async_store.load_path("s"),
+            ]
+            best = [float("inf")] * len(loads)
             for _ in range(5):
-                for kind in ("load", "path"):
+                for index, action in enumerate(loads):
                     gc.collect()
                     start = time.perf_counter()
-                    if kind == "load":
-                        await store.load_session("s")
-                        load = min(load, time.perf_counter() - start)
-                    else:
-                        await store.load_path("s")
-                        path = min(path, time.perf_counter() - start)
-            return append, load, path
+                    result = action()
+                    if inspect.isawaitable(result):
+                        await result
+                    best[index] = min(best[index], time.perf_counter() - start)
+        sync_store.close()
+        return [sync_append, async_append, *best]
 
     gc.collect()
-    async_append, async_load, async_path = asyncio.run(run_async())
+    sync_append, async_append, sync_load, async_load, sync_path, async_path = asyncio.run(run())
     return [
         (
             f"async append x{count}",
@@ -472,10 +476,6 @@ def store_appends(store: SessionStore, nodes: list[SessionNode]) -> list[float]:
         store.append_node("s", node)
         times.append(time.perf_counter() - start)
     return times
-
-
-SLICES = 50
-"""How many slices the floor's and memstore's appends alternate in."""
 
 
 def tenths(times: list[float]) -> tuple[float, float]:
