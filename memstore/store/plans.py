@@ -196,8 +196,12 @@ def lookup_id(session_id: str) -> str:
     return session_id if is_storable_text(session_id) else ""
 
 
-def _session_row(session_id: str) -> Select[Any]:
-    return select(sessions.c.head).where(sessions.c.id == lookup_id(session_id))
+_SESSION_HEAD = Prepared(select(sessions.c.head).where(sessions.c.id == bindparam("session_id")))
+
+
+def _session_row(session_id: str) -> Step:
+    """The session's row (its head), if it exists."""
+    return _SESSION_HEAD, {"session_id": lookup_id(session_id)}
 
 
 # The append path's statements, compiled once and run on the driver's cursor (see `prepared`).
@@ -228,6 +232,13 @@ def _node_by_key(node_id: str) -> Select[Any]:
 # Two lookups by key, not `id IN (:node_id, :parent_id)`: PostgreSQL may read an IN list on the
 # index's second column as a filter over the whole session, when it thinks the session small.
 _NODE_AND_PARENT = Prepared(union_all(_node_by_key("node_id"), _node_by_key("parent_id")))
+# The same for a few more keys (a batch appended at once, with its parent), in sizes of powers of
+# two, the unused keys NULL (which matches no row): one prepared statement per size.
+_KEYED_LOOKUP_SIZES = (4, 8, 16, 32)
+_NODES_BY_KEYS = {
+    size: Prepared(union_all(*(_node_by_key(f"key_{index}") for index in range(size))))
+    for size in _KEYED_LOOKUP_SIZES
+}
 _NODES_BY_ID = select(nodes.c.id, nodes.c.parent_id, nodes.c.turn_json, nodes.c.created_at).where(
     nodes.c.session_id == bindparam("session_id"),
     nodes.c.id.in_(bindparam("node_ids", expanding=True)),
@@ -407,6 +418,12 @@ def _stored_node_rows(
         wanted = [*node_ids, None][:2]
         lookup = {"session_id": session_id, "node_id": wanted[0], "parent_id": wanted[1]}
         rows = yield _NODE_AND_PARENT, lookup
+        return {row[0]: tuple(row[1:]) for row in rows}
+    size = next((size for size in _KEYED_LOOKUP_SIZES if len(node_ids) <= size), None)
+    if size is not None:  # a batch's: as many lookups by key, prepared
+        keys = dict(zip((f"key_{index}" for index in range(size)), node_ids, strict=False))
+        keyed = {f"key_{index}": None for index in range(size)} | keys
+        rows = yield _NODES_BY_KEYS[size], {"session_id": session_id, **keyed}
         return {row[0]: tuple(row[1:]) for row in rows}
     columns = (nodes.c.id, nodes.c.parent_id, nodes.c.created_at, nodes.c.turn_json)
     found: dict[str, tuple[Any, ...]] = {}
