@@ -777,6 +777,12 @@ def sql(
         float,
         typer.Option(min=0.001, help="Stop the query after this many seconds."),
     ] = 5.0,
+    max_temp_mb: Annotated[
+        float,
+        typer.Option(
+            min=0.001, help="SQLite: stop the query once its temporary files pass this many MB."
+        ),
+    ] = 500.0,
     read_url: Annotated[
         str | None,
         typer.Option(
@@ -792,7 +798,11 @@ def sql(
     with open_store(ctx, read_only=True) as store:
         try:
             result = store.read_only_query(
-                statement, limit=limit, timeout=timeout, read_url=read_url
+                statement,
+                limit=limit,
+                timeout=timeout,
+                read_url=read_url,
+                max_temp_mb=max_temp_mb,
             )
         except KeyboardInterrupt:
             err.print("[red]error:[/red] the query was stopped (Ctrl-C)", highlight=False)

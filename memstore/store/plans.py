@@ -7,6 +7,7 @@ An operation is a *plan*: a generator that yields SQLAlchemy statements and rece
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -255,6 +256,8 @@ _MOVE_HEAD = Prepared(
 )
 # Inserts of whole rows (every column but the generated key), one row per parameter dict.
 INSERT_NODES = Prepared.insert(nodes, [c.name for c in nodes.columns if c.name != "pk"])
+BLOCK_ROWS = 10_000
+"""Block rows inserted by one statement, at most."""
 INSERT_BLOCKS = Prepared.insert(node_blocks, [c.name for c in node_blocks.columns])
 INSERT_RECORDS = Prepared.insert(records, [c.name for c in records.columns if c.name != "pk"])
 # SQLite's full-text index is filled by the store, one statement per batch of new nodes, not by
@@ -269,6 +272,16 @@ CROSS JOIN nodes AS n ON n.session_id = :session_id AND n.id = t.value ->> '$[0]
 _INDEX_NODES = Prepared(text(_INDEXED_TEXTS.format(table="nodes_fts", column="search_text")))
 # The index of characters of scripts without spaces holds only the nodes that have some.
 _INDEX_CHARS = Prepared(text(_INDEXED_TEXTS.format(table="nodes_fts_chars", column="search_chars")))
+# A long text is indexed by itself, bound as it is: through JSON, SQLite copied it about eight
+# times (json_each's value, then `->>`), 260 MB for a 30 MB turn.
+_INDEXED_TEXT = """INSERT INTO {table} (rowid, {column})
+SELECT pk, :text FROM nodes WHERE session_id = :session_id AND id = :node_id"""
+_INDEX_NODE = Prepared(text(_INDEXED_TEXT.format(table="nodes_fts", column="search_text")))
+_INDEX_NODE_CHARS = Prepared(
+    text(_INDEXED_TEXT.format(table="nodes_fts_chars", column="search_chars"))
+)
+LONG_TEXT = 1 << 20
+"""Characters from which a node's search text is indexed by itself, not in its batch's JSON."""
 
 
 def ensure_session(dialect: str, session_id: str, now: int) -> Plan[str | None]:
@@ -480,7 +493,7 @@ def _store_chain(
 def insert_nodes(dialect: str, session_id: str, new_nodes: Sequence[SessionNode]) -> Plan[None]:
     """Insert nodes (parents first) with their blocks."""
     node_rows: list[dict[str, Any]] = []
-    blocks: list[dict[str, Any]] = []
+    blocks: list[Iterable[dict[str, Any]]] = []
     for node in new_nodes:
         if not MIN_CREATED_AT <= node.created_at <= MAX_CREATED_AT:
             raise InvalidArgumentError(
@@ -491,29 +504,43 @@ def insert_nodes(dialect: str, session_id: str, new_nodes: Sequence[SessionNode]
         turn = jsjson.loads(text)  # the wire dict, for the derived columns: faster than to_json
         row, rows = stored_rows(session_id, node.id, node.parent, node.created_at, turn, text)
         node_rows.append(row)
-        blocks.extend(rows)
-    yield from insert_rows(dialect, session_id, node_rows, blocks)
+        blocks.append(rows)
+    yield from insert_rows(dialect, session_id, node_rows, itertools.chain.from_iterable(blocks))
 
 
 def insert_rows(
     dialect: str,
     session_id: str,
     node_rows: Sequence[Mapping[str, Any]],
-    blocks: Sequence[Mapping[str, Any]],
+    blocks: Iterable[Mapping[str, Any]],
 ) -> Plan[None]:
-    """Insert one session's `nodes` rows (parents first) and their `node_blocks` rows, and
-    index the nodes' text for full-text search."""
+    """Insert one session's `nodes` rows (parents first) and their `node_blocks` rows, a
+    bounded batch at a time (the rows may be built as they are read), and index the nodes'
+    text for full-text search."""
     indexed = dialect == "sqlite"  # PostgreSQL's index is an expression index on `nodes`
     if node_rows:
         yield INSERT_NODES, node_rows
-    if blocks:
-        yield INSERT_BLOCKS, blocks
+    rows = iter(blocks)
+    while batch := list(itertools.islice(rows, BLOCK_ROWS)):
+        yield INSERT_BLOCKS, batch
     if indexed and node_rows:
         texts = [(row["id"], row["search_text"]) for row in node_rows]
-        yield _INDEX_NODES, {"session_id": session_id, "texts": jsjson.dumps(texts)}
+        yield from _index(session_id, texts, _INDEX_NODES, _INDEX_NODE)
         chars = [(row["id"], row["search_chars"]) for row in node_rows if row["search_chars"]]
-        if chars:
-            yield _INDEX_CHARS, {"session_id": session_id, "texts": jsjson.dumps(chars)}
+        yield from _index(session_id, chars, _INDEX_CHARS, _INDEX_NODE_CHARS)
+
+
+def _index(
+    session_id: str, texts: Sequence[tuple[str, str]], batch: Prepared, one: Prepared
+) -> Plan[None]:
+    """Add the nodes' texts (id, text) to a SQLite full-text index: the short ones in one
+    statement, each long one by itself."""
+    short = [(node_id, words) for node_id, words in texts if len(words) < LONG_TEXT]
+    if short:
+        yield batch, {"session_id": session_id, "texts": jsjson.dumps(short)}
+    for node_id, words in texts:
+        if len(words) >= LONG_TEXT:
+            yield one, {"session_id": session_id, "node_id": node_id, "text": words}
 
 
 def load_session(session_id: str) -> Plan[SessionGraph]:
