@@ -191,6 +191,7 @@ def test_an_endless_line_is_refused_once_it_passes_the_limit(
 # --- one huge turn: memory per record within a documented factor, whatever its shape ----------
 
 MEMORY_FACTOR = 20  # RELIABILITY.md, "Any stored turn renders"
+HTML_MEMORY_FACTOR = 25  # the HTML page is built whole, then scrubbed: the same section
 
 # Runs one CLI command in this process after a warm-up command; prints the peak before and after.
 HUGE_TURN = """
@@ -261,9 +262,15 @@ def test_a_huge_turn_imports_shows_and_exports_within_the_memory_factor(
         "export md": grown_mb(
             sqlite_url, tmp_path, "export", "huge", "--format", "md", "-o", str(tmp_path / "h.md")
         ),
+        "show --json": grown_mb(sqlite_url, tmp_path, "show", "huge", "--json"),
     }
+    html = tmp_path / "h.html"
+    html_grown = grown_mb(
+        sqlite_url, tmp_path, "export", "huge", "--format", "html", "-o", str(html)
+    )
     factors = {name: round(mb / megabytes, 1) for name, mb in grown.items()}
     assert max(factors.values()) <= MEMORY_FACTOR, factors
+    assert html_grown / megabytes <= HTML_MEMORY_FACTOR, round(html_grown / megabytes, 1)
     assert exports_byte_for_byte(sqlite_url, tmp_path, source)
     shown = subprocess.run(
         [sys.executable, "-m", "memstore", "--db", sqlite_url, "show", "huge", "--last", "1"],
