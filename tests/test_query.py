@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy
+from sqlalchemy.engine import make_url
 
 from memstore import SessionGraph, SessionStore
 from memstore.errors import InvalidArgumentError, QueryError
@@ -387,6 +389,28 @@ def test_a_sqlite_query_is_stopped_once_its_temporary_files_pass_the_bound(
         bounded = RUNAWAY_SORT.replace("FROM r)", "FROM r WHERE i < 200000)")
         result = store.read_only_query(f"SELECT count(*) FROM ({bounded})", timeout=120)
         assert result.rows == [(200000,)]
+
+
+def test_a_postgresql_query_is_stopped_at_the_reading_logins_temp_file_limit(
+    postgres_url: str,
+) -> None:
+    reader = make_url(os.environ["MEMSTORE_READ_URL"]).username
+    admin = sqlalchemy.create_engine(make_url(postgres_url).set(drivername="postgresql+psycopg"))
+    with admin.begin() as connection:  # the README's recipe, as a superuser, with a small limit
+        connection.execute(sqlalchemy.text(f"ALTER ROLE \"{reader}\" SET temp_file_limit = '1MB'"))
+    admin.dispose()
+    with SessionStore(postgres_url) as store:
+        sort = "SELECT g FROM generate_series(1, 3000000) AS g ORDER BY random()"
+        with pytest.raises(QueryError) as refused:
+            store.read_only_query(sort, timeout=120)
+        assert str(refused.value) == (
+            "the query needed more than 1MB of temporary space, the most this login may write "
+            "(its temp_file_limit), and was stopped"
+        )
+        # A sort that fits in memory runs as before.
+        fits = "SELECT g FROM generate_series(1, 1000) AS g ORDER BY random()"
+        small = store.read_only_query(f"SELECT count(*) FROM ({fits}) AS s")
+        assert small.rows == [(1000,)]
 
 
 def sqlite_temp_files(pid: int) -> int:

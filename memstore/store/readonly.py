@@ -27,8 +27,8 @@ per connection, and SQLite's heap limits are process-wide, which would bind the 
 using the store too); the progress handler adds up the temporary files SQLite holds open in this
 process (Linux: `/proc/self/fd`) every TEMP_CHECK_SECONDS and stops the statement once they
 exceed `max_temp_mb` (default DEFAULT_TEMP_MB) beyond what was open when it started. Elsewhere
-only the time limit bounds them. PostgreSQL bounds a query's temporary files itself
-(`temp_file_limit`, a server setting).
+only the time limit bounds them. PostgreSQL bounds a query's temporary files itself, by the
+reading login's `temp_file_limit` (which only a superuser sets: the README's recipe does).
 """
 
 from __future__ import annotations
@@ -241,6 +241,10 @@ def _postgres(engine: Engine, sql: str, limit: int, timeout: float) -> QueryResu
             if "statement timeout" in str(exc):
                 raise QueryError(_too_long(timeout)) from exc
             raise QueryError(_explain(str(exc).strip())) from exc
+        except psycopg.errors.ConfigurationLimitExceeded as exc:
+            if "temp_file_limit" not in str(exc):
+                raise QueryError(_explain(str(exc).strip())) from exc
+            raise QueryError(_too_much_temp_space_on_the_server(driver)) from exc
         except psycopg.Error as exc:
             raise QueryError(_explain(str(exc).strip())) from exc
         finally:
@@ -291,6 +295,16 @@ _WROTE = (
     "the statement wrote to the database (undone: memstore sql only reads, it cannot change the "
     "database)"
 )
+
+
+def _too_much_temp_space_on_the_server(driver: Any) -> str:
+    """The one line for a query the server stopped at the login's `temp_file_limit`."""
+    driver.rollback()
+    limit = driver.execute("SHOW temp_file_limit").fetchone()[0]
+    return (
+        f"the query needed more than {limit} of temporary space, the most this login may write "
+        "(its temp_file_limit), and was stopped"
+    )
 
 
 def _explain(message: str) -> str:
