@@ -533,7 +533,13 @@ def postgres_size(schemas: FreshSchemas, count: int) -> list[Row]:
         (f"{count}: append, mean", floor_mean, mean, mean / floor_mean, "<= 2.5x"),
         (f"{count}: load_session", floor_load, load, load / floor_load, "<= 2x"),
         (f"{count}: load_path (whole)", floor_load, path, path / floor_load, ""),
-        (f"{count}: load_path/load_session", load, path, path / load, "<= 1.5x"),
+        (
+            f"{count}: load_path/load_session",
+            load,
+            path,
+            path / load,
+            "<= 1.5x" if count >= 20_000 else "(the goal is at 20,000)",
+        ),
         (f"{count}: load_path(last=50)", floor_last, last, last / floor_last, ""),
     ]
 
