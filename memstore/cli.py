@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from memstore.store import SessionInfo, SessionStore
     from memstore.store.transfer import FileImport, FileProgress
     from memstore.store.transfer import Progress as ImportProgress
-    from memstore.types import ModelInvoker
+    from memstore.types import ModelInvoker, SessionNode
 
 __all__ = ["app", "main"]
 
@@ -718,7 +718,6 @@ def show(
     as_json: Annotated[bool, typer.Option("--json", help="Print the nodes as JSON.")] = False,
 ) -> None:
     """Print the transcript of one path of a session (root to the head, or to --leaf)."""
-    from memstore import jsjson
     from memstore.terminal import render_transcript
 
     with open_store(ctx, read_only=True) as store:
@@ -727,9 +726,49 @@ def show(
             leaf = store.resolve_node_id(session, leaf)  # a short id, as the tables show them
         nodes = store.load_path_nodes(session, leaf, last=last)
     if as_json:
-        emit_json([jsjson.loads(jsjson.dumps(node.to_json())) for node in nodes])
+        emit_nodes_json(nodes)
     else:
         out.print(render_transcript(nodes))
+
+
+def emit_nodes_json(nodes: list[SessionNode]) -> None:
+    """Print nodes as one indented JSON array (as `emit_json` would), a node at a time and in
+    pieces: each node's models are let go before its plain values are built, so a huge turn
+    costs its values once, not also its models and a whole indented copy of its text. Empties
+    `nodes`."""
+    from memstore import jsjson
+
+    write = sys.stdout.write
+    nodes.reverse()  # popped from the end: oldest first
+    separator = "[\n  "
+    while nodes:
+        node = nodes.pop()
+        record = {"id": node.id, "parent": node.parent, "turn": None, "createdAt": node.created_at}
+        text = node.turn.json_text()
+        del node  # the last reference to its models
+        record["turn"] = jsjson.loads(text)
+        del text
+        write(separator)
+        separator = ",\n  "
+        if _nests_deeper_than(record, sys.getrecursionlimit() // 4):
+            write(jsjson.dumps(record))  # iterative: any depth, on one line
+            continue
+        for piece in json.JSONEncoder(ensure_ascii=False, indent=2).iterencode(record):
+            write(piece.replace("\n", "\n  "))
+    write("[]\n" if separator.startswith("[") else "\n]\n")
+
+
+def _nests_deeper_than(value: Any, limit: int) -> bool:
+    """Whether a JSON value nests more than `limit` arrays and objects deep (found iteratively)."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth >= limit:
+                return True
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return False
 
 
 @app.command()
@@ -777,6 +816,12 @@ def sql(
         float,
         typer.Option(min=0.001, help="Stop the query after this many seconds."),
     ] = 5.0,
+    max_temp_mb: Annotated[
+        float,
+        typer.Option(
+            min=0.001, help="SQLite: stop the query once its temporary files pass this many MB."
+        ),
+    ] = 500.0,
     read_url: Annotated[
         str | None,
         typer.Option(
@@ -792,7 +837,11 @@ def sql(
     with open_store(ctx, read_only=True) as store:
         try:
             result = store.read_only_query(
-                statement, limit=limit, timeout=timeout, read_url=read_url
+                statement,
+                limit=limit,
+                timeout=timeout,
+                read_url=read_url,
+                max_temp_mb=max_temp_mb,
             )
         except KeyboardInterrupt:
             err.print("[red]error:[/red] the query was stopped (Ctrl-C)", highlight=False)

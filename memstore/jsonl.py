@@ -171,9 +171,15 @@ def append_lines(node_id: str, parent: str | None, turn_json: str, created_at: i
 
 
 def _node_line(id_json: str, parent: str | None, turn_json: str, created_at: int) -> str:
+    start, end = _node_line_around(id_json, parent, created_at)
+    return f"{start}{turn_json}{end}"
+
+
+def _node_line_around(id_json: str, parent: str | None, created_at: int) -> tuple[str, str]:
+    """A node line's text before its turn's JSON and after it (with the newline)."""
     return (
-        f'{{"type":"node","node":{{"id":{id_json},"parent":{_id_json(parent)},'
-        f'"turn":{turn_json},"createdAt":{_time_json(created_at)}}}}}\n'
+        f'{{"type":"node","node":{{"id":{id_json},"parent":{_id_json(parent)},"turn":',
+        f',"createdAt":{_time_json(created_at)}}}}}\n',
     )
 
 
@@ -195,7 +201,7 @@ def _refuse(path: object, line: Line, problem: str) -> JsonlError:
     return JsonlError(path, line.number, problem)
 
 
-def _node_record(path: object, line: Line, text: str, node: Any, raw: str) -> Record:
+def _node_record(path: object, line: Line, text: str, node: Any) -> Record:
     if not isinstance(node, dict):
         raise _refuse(path, line, 'a node record needs a "node" object')
     node_id, parent = node.get("id"), node.get("parent")
@@ -217,17 +223,36 @@ def _node_record(path: object, line: Line, text: str, node: Any, raw: str) -> Re
     if problem is not None:
         raise _refuse(path, line, f"node {node_id!r}: {problem}")
     turn_json = jsjson.dumps(node["turn"])
-    canonical = node_line(node_id, parent, turn_json, created_at)
+    canonical = line.terminated and _is_node_line(text, node_id, parent, turn_json, created_at)
     return Record(
         line,
         "node",
-        None if canonical == raw else raw,
+        None if canonical else _raw(line, text),
         node_id,
         parent,
         created_at,
         node["turn"],
         turn_json,
     )
+
+
+def _is_node_line(
+    text: str, node_id: str, parent: str | None, turn_json: str, created_at: int
+) -> bool:
+    """Whether `text` is the line `node_line` writes (less its newline), compared in place:
+    a huge turn is not copied once more."""
+    start, end = _node_line_around(_id_json(node_id), parent, created_at)
+    return (
+        len(text) + 1 == len(start) + len(turn_json) + len(end)
+        and text.startswith(start)
+        and text.startswith(turn_json, len(start))
+        and text.endswith(end[:-1])
+    )
+
+
+def _raw(line: Line, text: str) -> str:
+    """The line's exact text, with its newline if it had one."""
+    return text + "\n" if line.terminated else text
 
 
 def _decode(path: object, line: Line) -> str:
@@ -261,11 +286,10 @@ def parse_record(path: object, line: Line, migrators: Sequence[Migrator] = ()) -
         JsonlError: naming the file and line, for any line the store must refuse.
     """
     text = _decode(path, line)
-    raw = text + "\n" if line.terminated else text
     if not migrators and (leaf := _canonical_head_leaf(text)) is not None:
-        return Record(line, "head", None if line.terminated else raw, leaf)
+        return Record(line, "head", None if line.terminated else text, leaf)
     if not text.strip(" \t\r"):
-        return Record(line, "other", raw)
+        return Record(line, "other", _raw(line, text))
     try:
         value = jsjson.loads(text)
     except InvalidJsonError as exc:
@@ -278,7 +302,8 @@ def parse_record(path: object, line: Line, migrators: Sequence[Migrator] = ()) -
     if not isinstance(value, dict) or not isinstance(value.get("type"), str):
         raise _refuse(path, line, 'a record must be an object with a string "type"')
     if value["type"] == "node":
-        return _node_record(path, line, text, value.get("node"), raw)
+        return _node_record(path, line, text, value.get("node"))
+    raw = _raw(line, text)
     if value["type"] == "head":
         leaf = value.get("leaf")
         if not isinstance(leaf, str) or not leaf:

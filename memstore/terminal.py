@@ -68,35 +68,55 @@ def render_tree(graph: SessionGraph) -> Tree:
     return tree
 
 
+SHOWN_BLOCKS = 1000
+"""Blocks of one turn that `show` prints, at most; a marker says how many more there are."""
+SHOWN_CHARS = 20_000
+"""Characters of one block's text (or JSON) that `show` prints, at most; a marker says how
+many more there are. `show` is a terminal view: `export` writes every block whole."""
+
+
+def _cut(text: str) -> str:
+    """`text`, or its first SHOWN_CHARS characters and a line saying how many more it has."""
+    if len(text) <= SHOWN_CHARS:
+        return text
+    rest = len(text) - SHOWN_CHARS
+    return f"{text[:SHOWN_CHARS]}\n… {rest:,} more characters (export the session to read all)"
+
+
 def _block(block: dict[str, Any]) -> RenderableType:
     view = block_class(block.get("kind")).view(block)
     if view.form == "prose":
-        return Text(view.text)
+        return Text(_cut(view.text))
     if view.form == "aside":
-        return Text(view.text, style="dim italic")
+        return Text(_cut(view.text), style="dim italic")
     if view.form == "picture":
         size = len(view.data_base64)
         return Text(f"[image {view.media_type}, {size} base64 characters]", style="magenta")
     if view.form == "note":
-        return Text(f"[{view.text}]", style="yellow")
+        return Text(f"[{_cut(view.text)}]", style="yellow")
     title = " ".join(part for part in (view.label, view.name) if part)
     if view.call_id is not None:
         title += f" [{view.call_id}]"
     style = "red" if view.failed is True else "green" if view.answers_call else "cyan"
-    body = Syntax(jsjson.dumps(view.value), "json", word_wrap=True)
+    body = Syntax(_cut(jsjson.dumps(view.value)), "json", word_wrap=True)
     return Panel(body, title=escape(title), style=style if view.call_id else "yellow")
 
 
 def render_transcript(nodes: list[SessionNode]) -> RenderableType:
-    """One path's turns, each with its role, time and blocks."""
+    """One path's turns, each with its role, time and blocks: at most SHOWN_BLOCKS blocks of
+    a turn and SHOWN_CHARS characters of a block, so that any stored turn shows in seconds."""
     parts: list[RenderableType] = []
     for node in nodes:
-        wire = node.turn.to_json()
         heading = Text(
-            f"{wire['role']} · {format_time(node.created_at)} · {node.id[:12]}", style="bold"
+            f"{node.turn.role} · {format_time(node.created_at)} · {node.id[:12]}", style="bold"
         )
         parts.append(heading)
-        parts.extend(_block(block) for block in wire["blocks"])
+        blocks = node.turn.blocks
+        parts.extend(_block(block.model_dump()) for block in blocks[:SHOWN_BLOCKS])
+        if len(blocks) > SHOWN_BLOCKS:
+            more = len(blocks) - SHOWN_BLOCKS
+            note = f"… {more:,} more blocks (export the session to read all)"
+            parts.append(Text(note, style="dim"))
         parts.append(Text(""))
     return Group(*parts)
 

@@ -90,6 +90,7 @@ def reader_recipe(schema: str, reader: str) -> list[str]:
         f'GRANT USAGE ON SCHEMA "{schema}" TO "{reader}"',
         f'GRANT SELECT ON ALL TABLES IN SCHEMA "{schema}" TO "{reader}"',
         f'ALTER DEFAULT PRIVILEGES IN SCHEMA "{schema}" GRANT SELECT ON TABLES TO "{reader}"',
+        f"ALTER ROLE \"{reader}\" SET temp_file_limit = '1GB'",
     ]
 
 

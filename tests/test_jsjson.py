@@ -793,6 +793,18 @@ def test_fast_and_exact_loads_agree(text: str) -> None:
             assert same(from_bytes, value)
 
 
+def test_a_large_text_parses_as_its_parts_do() -> None:
+    """Past LARGE_TEXT `loads` takes Python's parser first (less memory): same values, same
+    refusals, from str and bytes."""
+    item = '{"kind":"text","text":"x\\ud83d\\ude00\\ud800","n":12345678901234567890,"f":1.5}'
+    count = jsjson.LARGE_TEXT // len(item) + 1
+    text = "[" + ",".join([item] * count) + "]"
+    assert len(text) > jsjson.LARGE_TEXT
+    assert jsjson.loads(text) == jsjson.loads(text.encode()) == [jsjson.loads(item)] * count
+    with pytest.raises(InvalidJsonError, match="expecting ',' delimiter"):
+        jsjson.loads(text[:-1])
+
+
 # --- against JavaScript itself ------------------------------------------------------------------
 
 NODE_SCRIPT = r"""

@@ -186,3 +186,108 @@ def test_an_endless_line_is_refused_once_it_passes_the_limit(
     with pytest.raises(JsonlError, match="<stream>:1: the line is longer than 4 MiB"):
         list(read_lines(stream))
     assert MAX_LINE_BYTES == 256 << 20
+
+
+# --- one huge turn: memory per record within a documented factor, whatever its shape ----------
+
+MEMORY_FACTOR = 20  # RELIABILITY.md, "Any stored turn renders"
+HTML_MEMORY_FACTOR = 25  # the HTML page is built whole, then scrubbed: the same section
+
+# Runs one CLI command in this process after a warm-up command; prints the peak before and after.
+HUGE_TURN = """
+import sys
+from memstore.cli import app
+
+def peak_mb():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+
+url, report, *command = sys.argv[1:]
+def run(*args):
+    try:
+        app(["--db", url, *args], standalone_mode=False)
+    except SystemExit as stop:
+        assert not stop.code, stop.code
+run("sessions")  # the warm-up: the modules and the connection every command needs
+before = peak_mb()
+run(*command)
+with open(report, "w") as out:
+    out.write(f"{before} {peak_mb()}")
+"""
+
+
+def huge_turn(path: Path, shape: str) -> int:
+    """A session of one turn: 200,000 tiny text blocks, or one block of 6 MB; returns the
+    bytes of its line."""
+    if shape == "many blocks":
+        blocks = ",".join(['{"kind":"text","text":"x"}'] * 200_000)
+    else:
+        blocks = '{"kind":"text","text":"' + "word " * 1_200_000 + '"}'
+    turn_json = f'{{"role":"user","blocks":[{blocks}]}}'
+    node_id = hash_node_text(None, turn_json.encode(), 1_767_225_600_000)
+    line = node_line(node_id, None, turn_json, 1_767_225_600_000)
+    path.write_text(line + head_line(node_id))
+    return len(line)
+
+
+def grown_mb(database_url: str, tmp_path: Path, *command: str) -> float:
+    """How much a fresh process's peak memory grew running one CLI command."""
+    report = tmp_path / "peak.txt"
+    subprocess.run(
+        [sys.executable, "-c", HUGE_TURN, database_url, str(report), *command],
+        stdout=subprocess.DEVNULL,
+        check=True,
+    )
+    before, after = map(float, report.read_text().split())
+    return after - before
+
+
+def exports_byte_for_byte(database_url: str, tmp_path: Path, source: Path) -> bool:
+    """Whether the session `huge` exports as JSONL to exactly the bytes of `source`."""
+    exported = tmp_path / "out.jsonl"
+    grown_mb(database_url, tmp_path, "export", "huge", "-o", str(exported))
+    return exported.read_bytes() == source.read_bytes()
+
+
+@pytest.mark.parametrize("shape", ["many blocks", "one block"])
+def test_a_huge_turn_imports_shows_and_exports_within_the_memory_factor(
+    sqlite_url: str, tmp_path: Path, shape: str
+) -> None:
+    source = tmp_path / "huge.jsonl"
+    megabytes = huge_turn(source, shape) / 2**20
+    grown = {
+        "import": grown_mb(sqlite_url, tmp_path, "import", str(source)),
+        "show": grown_mb(sqlite_url, tmp_path, "show", "huge", "--last", "1"),
+        "export md": grown_mb(
+            sqlite_url, tmp_path, "export", "huge", "--format", "md", "-o", str(tmp_path / "h.md")
+        ),
+        "show --json": grown_mb(sqlite_url, tmp_path, "show", "huge", "--json"),
+    }
+    html = tmp_path / "h.html"
+    html_grown = grown_mb(
+        sqlite_url, tmp_path, "export", "huge", "--format", "html", "-o", str(html)
+    )
+    factors = {name: round(mb / megabytes, 1) for name, mb in grown.items()}
+    assert max(factors.values()) <= MEMORY_FACTOR, factors
+    assert html_grown / megabytes <= HTML_MEMORY_FACTOR, round(html_grown / megabytes, 1)
+    assert exports_byte_for_byte(sqlite_url, tmp_path, source)
+    shown = subprocess.run(
+        [sys.executable, "-m", "memstore", "--db", sqlite_url, "show", "huge", "--last", "1"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    more = "199,000 more blocks" if shape == "many blocks" else "5,980,000 more characters"
+    assert f"… {more} (export the session to read all)" in shown
+
+
+@pytest.mark.parametrize("shape", ["many blocks", "one block"])
+def test_a_huge_turn_imports_within_the_memory_factor_on_postgresql(
+    postgres_url: str, tmp_path: Path, shape: str
+) -> None:
+    source = tmp_path / "huge.jsonl"
+    megabytes = huge_turn(source, shape) / 2**20
+    factor = grown_mb(postgres_url, tmp_path, "import", str(source)) / megabytes
+    assert factor <= MEMORY_FACTOR, round(factor, 1)
+    assert exports_byte_for_byte(postgres_url, tmp_path, source)

@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 import memstore
 from memstore._package import DISTRIBUTION, extra_requirements, install_hint
 from memstore.cli import app
+from memstore.store import SessionStore
 
 ROOT = Path(__file__).resolve().parent.parent
 HEAVY = ("sqlalchemy", "alembic", "pydantic", "memstore.store.sync", "memstore.render")
@@ -130,6 +131,28 @@ def test_import_memstore_loads_no_database_code() -> None:
     assert not {name for name in loaded if name.startswith(HEAVY)}
     loaded = loaded_modules_after("from memstore import SessionStore")
     assert {"sqlalchemy", "memstore.store.sync"} <= loaded
+
+
+def test_opening_an_up_to_date_store_loads_no_alembic(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'current.db'}"
+    SessionStore(url).close()  # created and migrated here, in this process
+    for read_only in (False, True):
+        code = (
+            f"from memstore import SessionStore\n"
+            f"store = SessionStore({url!r}, read_only={read_only})\n"
+            "assert store.list_sessions() == []\nstore.close()"
+        )
+        loaded = loaded_modules_after(code)
+        assert "memstore.store.sync" in loaded
+        assert not {name for name in loaded if name.startswith("alembic")}
+
+
+def test_the_head_revision_is_alembics() -> None:
+    from alembic.script import ScriptDirectory
+
+    from memstore.store.migrate import HEAD_REVISION, alembic_config
+
+    assert ScriptDirectory.from_config(alembic_config()).get_current_head() == HEAD_REVISION
 
 
 def test_include_object_for_an_applications_env_py_loads_no_database_code() -> None:

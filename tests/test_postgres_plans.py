@@ -150,14 +150,17 @@ def plans(postgres_url: str) -> Iterator[Plans]:
     recorder.store.close()
 
 
-def append_and_walk(plans: Plans, nodes: list[SessionNode]) -> list[dict[str, Any]]:
-    """Append `nodes` (children of the head) one by one, then load the path both whole and its
-    last 50 turns; the plans that ran."""
+def append_and_walk(
+    plans: Plans, nodes: list[SessionNode], *, batch: bool = True
+) -> list[dict[str, Any]]:
+    """Append `nodes` (children of the head) one by one and, with `batch`, their turns again as
+    one batch; then load the path both whole and its last 50 turns; the plans that ran."""
     with plans.recording():
         for node in nodes:
             plans.store.append_node("s", node)
+        batched = plans.store.append_many("s", [node.turn for node in nodes]) if batch else []
         path = plans.store.load_path_nodes("s")
-        assert path[-len(nodes) :] == nodes
+        assert path[-len(nodes) - len(batched) :] == [*nodes, *batched]
         assert len(plans.store.load_path("s", last=50)) == 50
     return list(plans.seen)
 
@@ -179,7 +182,8 @@ def test_appends_and_walks_look_nodes_up_by_index(
         plans.store.append_node("s", node)
     for size in (500, SIZE):  # a few hundred nodes is where the planner's choices used to tie
         plans.store.import_jsonl(write_jsonl(tmp_path / "s.jsonl", nodes[:size]), session_id="s")
-        seen = append_and_walk(plans, nodes[size : size + 10])
+        # (the batch last: an import needs the session's records to be the file's start)
+        seen = append_and_walk(plans, nodes[size : size + 10], batch=size == SIZE)
 
         assert ran(seen, "FOR KEY SHARE")  # the foreign key checks were seen
         assert ran(seen, "WITH RECURSIVE")

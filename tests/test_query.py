@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import re
@@ -16,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy
+from sqlalchemy.engine import make_url
 
 from memstore import SessionGraph, SessionStore
 from memstore.errors import InvalidArgumentError, QueryError
@@ -360,6 +363,111 @@ def test_a_query_is_stopped_at_its_time_limit_and_the_store_goes_on(store: Sessi
 def test_a_time_limit_is_a_positive_number_of_seconds(store: SessionStore, timeout: Any) -> None:
     with pytest.raises(InvalidArgumentError, match="time limit"):
         store.read_only_query("SELECT 1", timeout=timeout)
+
+
+# An endless recursive query sorted: SQLite must write every row to a temporary file first (the
+# attack wrote 1.7 GB in 18 s).
+RUNAWAY_SORT = (
+    "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) "
+    "SELECT i, randomblob(200) FROM r ORDER BY random()"
+)
+TEMP_MESSAGE = (
+    "the query needed more than {mb} MB of temporary space and was stopped "
+    "(memstore sql --max-temp-mb MB allows more)"
+)
+
+
+def test_a_sqlite_query_is_stopped_once_its_temporary_files_pass_the_bound(
+    sqlite_url: str,
+) -> None:
+    with SessionStore(sqlite_url) as store:
+        started = time.monotonic()
+        with pytest.raises(QueryError, match=re.escape(TEMP_MESSAGE.format(mb=10))):
+            store.read_only_query(RUNAWAY_SORT, timeout=120, max_temp_mb=10)
+        assert time.monotonic() - started < 30  # the bound stopped it, not the time limit
+        # A sort that fits runs as before, through its temporary files.
+        bounded = RUNAWAY_SORT.replace("FROM r)", "FROM r WHERE i < 200000)")
+        result = store.read_only_query(f"SELECT count(*) FROM ({bounded})", timeout=120)
+        assert result.rows == [(200000,)]
+
+
+def test_a_postgresql_query_is_stopped_at_the_reading_logins_temp_file_limit(
+    postgres_url: str,
+) -> None:
+    reader = make_url(os.environ["MEMSTORE_READ_URL"]).username
+    admin = sqlalchemy.create_engine(make_url(postgres_url).set(drivername="postgresql+psycopg"))
+    with admin.begin() as connection:  # the README's recipe, as a superuser, with a small limit
+        connection.execute(sqlalchemy.text(f"ALTER ROLE \"{reader}\" SET temp_file_limit = '1MB'"))
+    admin.dispose()
+    with SessionStore(postgres_url) as store:
+        sort = "SELECT g FROM generate_series(1, 3000000) AS g ORDER BY random()"
+        with pytest.raises(QueryError) as refused:
+            store.read_only_query(sort, timeout=120)
+        assert str(refused.value) == (
+            "the query needed more than 1MB of temporary space, the most this login may write "
+            "(its temp_file_limit), and was stopped"
+        )
+        # A sort that fits in memory runs as before.
+        fits = "SELECT g FROM generate_series(1, 1000) AS g ORDER BY random()"
+        small = store.read_only_query(f"SELECT count(*) FROM ({fits}) AS s")
+        assert small.rows == [(1000,)]
+
+
+def sqlite_temp_files(pid: int) -> int:
+    """The disk space of the temporary files SQLite holds open in process `pid`."""
+    total = 0
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            if os.readlink(fd).rpartition("/")[2].startswith("etilqs_"):
+                total += fd.stat().st_blocks * 512
+        except OSError:
+            continue
+    return total
+
+
+def peak_rss_mb(pid: int) -> int:
+    """The process's peak memory so far (VmHWM)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) // 1024
+    return 0
+
+
+def test_memstore_sql_keeps_a_runaway_sort_within_its_temporary_space(sqlite_url: str) -> None:
+    """Watched from outside: the disk its temporary files take and its memory stay bounded."""
+    SessionStore(sqlite_url).close()
+    command = ["sql", RUNAWAY_SORT, "--timeout", "120", "--max-temp-mb", "40"]
+    process = subprocess.Popen(
+        [*MEMSTORE, "--db", sqlite_url, *command],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    disk = memory = 0
+    started = time.monotonic()
+    try:
+        while process.poll() is None and time.monotonic() - started < 60:
+            with contextlib.suppress(OSError):  # it may end between two looks
+                disk = max(disk, sqlite_temp_files(process.pid))
+                memory = max(memory, peak_rss_mb(process.pid))
+            time.sleep(0.005)
+        _, stderr = process.communicate(timeout=30)
+    finally:
+        process.kill()
+        process.communicate()
+    assert stderr == f"error: {TEMP_MESSAGE.format(mb=40)}\n"
+    assert process.returncode == 1
+    assert time.monotonic() - started < 30
+    assert 0 < disk < 60_000_000, disk  # 40 MB, and what a sort writes in one look's time
+    assert memory < 150, memory
+
+
+@pytest.mark.parametrize("max_temp_mb", [0, -1, float("nan"), True, "5"])
+def test_a_temporary_space_limit_is_a_positive_number_of_megabytes(
+    store: SessionStore, max_temp_mb: Any
+) -> None:
+    with pytest.raises(InvalidArgumentError, match="temporary space limit"):
+        store.read_only_query("SELECT 1", max_temp_mb=max_temp_mb)
 
 
 def cpu_seconds(pid: int) -> float:

@@ -50,7 +50,12 @@ from memstore.store.plans import (
     as_call,
 )
 from memstore.store.prepared import Prepared, PreparedRows
-from memstore.store.readonly import DEFAULT_QUERY_SECONDS, QueryResult, run_read_only
+from memstore.store.readonly import (
+    DEFAULT_QUERY_SECONDS,
+    DEFAULT_TEMP_MB,
+    QueryResult,
+    run_read_only,
+)
 from memstore.store.search import SearchHit
 from memstore.store.sync import drive as sync_drive
 from memstore.store.sync import run as sync_run
@@ -562,13 +567,22 @@ class AsyncSessionStore:
         limit: int = 1000,
         timeout: float = DEFAULT_QUERY_SECONDS,
         read_url: str | None = None,
+        max_temp_mb: float = DEFAULT_TEMP_MB,
     ) -> QueryResult:
         """See `SessionStore.read_only_query`."""
         # The read-only machinery speaks the sync drivers' APIs: run it on a sync engine of
         # the same database, in a worker thread.
         engine = self._sync()
         with translate_database_errors("running a query"):
-            return await asyncio.to_thread(run_read_only, engine, sql, limit=limit, timeout=timeout)
+            return await asyncio.to_thread(
+                run_read_only,
+                engine,
+                sql,
+                limit=limit,
+                timeout=timeout,
+                read_url=read_url,
+                max_temp_mb=max_temp_mb,
+            )
 
     async def session(self, session_id: str) -> AsyncSessionHandle:
         """See `SessionStore.session`."""

@@ -9,6 +9,10 @@ the same database (`alembic_version`) and memstore's never meet. A database an e
 migrated keeps its revision in `alembic_version`: readers take it from there, and the first
 upgrade or downgrade moves it to memstore's table (only a revision of memstore's, in a database
 holding memstore's tables, is taken as memstore's).
+
+Opening a store that is up to date reads the version table with plain SQL and compares it with
+`HEAD_REVISION`: Alembic (and the revisions' scripts) load only when a database is migrated or
+holds a revision other than the head.
 """
 
 from __future__ import annotations
@@ -18,13 +22,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from alembic.util import CommandError
 from sqlalchemy import (
     Column,
     Connection,
@@ -45,7 +44,12 @@ from memstore.store.engine import SCHEMA, WRITE, shown_url, upgrade_command
 from memstore.store.names import LEGACY_VERSION_TABLE, TABLES, VERSION_TABLE, is_memstore_name
 from memstore.store.tables import stored_on
 
+if TYPE_CHECKING:
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
 __all__ = [
+    "HEAD_REVISION",
     "SchemaState",
     "adopt_legacy_version",
     "alembic_config",
@@ -69,6 +73,9 @@ __all__ = [
     "upgrade",
     "version_table_options",
 ]
+
+HEAD_REVISION = "0017"
+"""The newest revision in `migrations/versions` (a test checks that Alembic agrees)."""
 
 # An arbitrary, fixed key: every memstore process migrating one PostgreSQL database takes it.
 _ADVISORY_LOCK_KEY = 0x6D656D73746F7265 & 0x7FFFFFFFFFFFFFFF
@@ -115,6 +122,8 @@ def migrations_dir() -> Path:
 
 def alembic_config(connection: Connection | None = None) -> Config:
     """An Alembic configuration for memstore's revisions, optionally bound to a connection."""
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(migrations_dir()))
     config.attributes["connection"] = connection
@@ -124,15 +133,14 @@ def alembic_config(connection: Connection | None = None) -> Config:
 @functools.cache
 def _script() -> ScriptDirectory:
     """memstore's revisions, read once per process."""
+    from alembic.script import ScriptDirectory
+
     return ScriptDirectory.from_config(alembic_config())
 
 
 def head_revision() -> str:
     """The newest revision this memstore knows."""
-    head = _script().get_current_head()
-    if head is None:
-        raise MigrationError("memstore's migrations have no head revision")
-    return head
+    return HEAD_REVISION
 
 
 @functools.cache
@@ -142,7 +150,7 @@ def _known_revisions() -> frozenset[str]:
 
 def is_known_revision(revision: str) -> bool:
     """Whether `revision` is one of this memstore's (else a newer memstore wrote it)."""
-    return revision in _known_revisions()
+    return revision == HEAD_REVISION or revision in _known_revisions()
 
 
 def schema_of(connection: Connection) -> str | None:
@@ -175,17 +183,30 @@ def _legacy_revision(connection: Connection) -> str | None:
         return None
     if not all(inspector.has_table(name, schema=schema) for name in ("nodes", "records")):
         return None
-    legacy = MigrationContext.configure(connection, opts={"version_table_schema": schema})
-    ours = [head for head in legacy.get_current_heads() if is_known_revision(head)]
+    ours = [
+        head for head in _versions_in(connection, LEGACY_VERSION_TABLE) if is_known_revision(head)
+    ]
     return ours[0] if len(ours) == 1 else None
+
+
+def _versions_in(connection: Connection, name: str) -> list[str]:
+    """The revisions an Alembic version table holds ([] when there is no such table)."""
+    table = _version_table(connection, name)
+    if not inspect(connection).has_table(name, schema=table.schema):
+        return []
+    return list(connection.execute(select(table.c.version_num)).scalars())
 
 
 def schema_state(connection: Connection) -> SchemaState:
     """The revision memstore's schema is at in this database (see SchemaState)."""
-    context = MigrationContext.configure(connection, opts=version_table_options(connection))
-    revision = context.get_current_revision()
-    if revision is not None:
-        return SchemaState(revision)
+    revisions = _versions_in(connection, VERSION_TABLE)
+    if len(revisions) > 1:  # memstore's history is one line: Alembic never writes two
+        raise MigrationError(
+            f"{_where(connection)}: memstore's version table holds several revisions "
+            f"({', '.join(revisions)}); it should hold one"
+        )
+    if revisions:
+        return SchemaState(revisions[0])
     legacy = _legacy_revision(connection)
     return SchemaState(legacy, legacy is not None)
 
@@ -309,6 +330,8 @@ def adopt_legacy_version(connection: Connection) -> None:
     state = schema_state(connection)
     if not state.legacy or state.revision is None:
         return
+    from alembic.runtime.migration import MigrationContext
+
     context = MigrationContext.configure(connection, opts=version_table_options(connection))
     context.stamp(_script(), state.revision)
     legacy = _version_table(connection, LEGACY_VERSION_TABLE)
@@ -348,6 +371,8 @@ def migrate_in(connection: Connection, revision: str = "head", *, upgrading: boo
     if upgrading and state.revision is None:
         _refuse_foreign_objects(connection)
         _create_schema(connection)
+    from alembic import command
+
     config = alembic_config(connection)
     if upgrading:
         command.upgrade(config, revision)
@@ -356,6 +381,8 @@ def migrate_in(connection: Connection, revision: str = "head", *, upgrading: boo
 
 
 def _migrate(engine: Engine, revision: str, *, upgrading: bool) -> None:
+    from alembic.util import CommandError
+
     try:
         with (
             engine.connect().execution_options(**{WRITE: True}) as connection,

@@ -9,6 +9,7 @@ plan may also end its transaction part-way (`COMMIT`, `ROLLBACK`: SQLite's chunk
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -219,9 +220,14 @@ def lookup_id(session_id: str) -> str:
     return session_id if is_storable_text(session_id) else ""
 
 
-def _session_row(session_id: str) -> Select[Any]:
-    """The session's head, if there is such a session (one being imported is absent)."""
-    return select(sessions.c.head).where(sessions.c.id == lookup_id(session_id), NOT_IMPORTING)
+_SESSION_HEAD = Prepared(
+    select(sessions.c.head).where(sessions.c.id == bindparam("session_id"), NOT_IMPORTING)
+)
+
+
+def _session_row(session_id: str) -> Step:
+    """The session's row (its head), if it exists (one being imported is absent)."""
+    return _SESSION_HEAD, {"session_id": lookup_id(session_id)}
 
 
 # The append path's statements, compiled once and run on the driver's cursor (see `prepared`).
@@ -252,6 +258,13 @@ def _node_by_key(node_id: str) -> Select[Any]:
 # Two lookups by key, not `id IN (:node_id, :parent_id)`: PostgreSQL may read an IN list on the
 # index's second column as a filter over the whole session, when it thinks the session small.
 _NODE_AND_PARENT = Prepared(union_all(_node_by_key("node_id"), _node_by_key("parent_id")))
+# The same for a few more keys (a batch appended at once, with its parent), in sizes of powers of
+# two, the unused keys NULL (which matches no row): one prepared statement per size.
+_KEYED_LOOKUP_SIZES = (4, 8, 16, 32)
+_NODES_BY_KEYS = {
+    size: Prepared(union_all(*(_node_by_key(f"key_{index}") for index in range(size))))
+    for size in _KEYED_LOOKUP_SIZES
+}
 _NODES_BY_ID = select(nodes.c.id, nodes.c.parent_id, nodes.c.turn_json, nodes.c.created_at).where(
     nodes.c.session_id == bindparam("session_id"),
     nodes.c.id.in_(bindparam("node_ids", expanding=True)),
@@ -268,6 +281,8 @@ _MOVE_HEAD = Prepared(
 )
 # Inserts of whole rows (every column but the generated key), one row per parameter dict.
 INSERT_NODES = Prepared.insert(nodes, [c.name for c in nodes.columns if c.name != "pk"])
+BLOCK_ROWS = 10_000
+"""Block rows inserted by one statement, at most."""
 INSERT_BLOCKS = Prepared.insert(node_blocks, [c.name for c in node_blocks.columns])
 INSERT_RECORDS = Prepared.insert(records, [c.name for c in records.columns if c.name != "pk"])
 # SQLite's full-text index is filled by the store, one statement per batch of new nodes, not by
@@ -282,6 +297,16 @@ CROSS JOIN nodes AS n ON n.session_id = :session_id AND n.id = t.value ->> '$[0]
 _INDEX_NODES = Prepared(text(_INDEXED_TEXTS.format(table="nodes_fts", column="search_text")))
 # The index of characters of scripts without spaces holds only the nodes that have some.
 _INDEX_CHARS = Prepared(text(_INDEXED_TEXTS.format(table="nodes_fts_chars", column="search_chars")))
+# A long text is indexed by itself, bound as it is: through JSON, SQLite copied it about eight
+# times (json_each's value, then `->>`), 260 MB for a 30 MB turn.
+_INDEXED_TEXT = """INSERT INTO {table} (rowid, {column})
+SELECT pk, :text FROM nodes WHERE session_id = :session_id AND id = :node_id"""
+_INDEX_NODE = Prepared(text(_INDEXED_TEXT.format(table="nodes_fts", column="search_text")))
+_INDEX_NODE_CHARS = Prepared(
+    text(_INDEXED_TEXT.format(table="nodes_fts_chars", column="search_chars"))
+)
+LONG_TEXT = 1 << 20
+"""Characters from which a node's search text is indexed by itself, not in its batch's JSON."""
 
 
 def ensure_session(dialect: str, session_id: str, now: int) -> Plan[str | None]:
@@ -437,6 +462,12 @@ def _stored_node_rows(
         lookup = {"session_id": session_id, "node_id": wanted[0], "parent_id": wanted[1]}
         rows = yield _NODE_AND_PARENT, lookup
         return {row[0]: tuple(row[1:]) for row in rows}
+    size = next((size for size in _KEYED_LOOKUP_SIZES if len(node_ids) <= size), None)
+    if size is not None:  # a batch's: as many lookups by key, prepared
+        keys = dict(zip((f"key_{index}" for index in range(size)), node_ids, strict=False))
+        keyed = {f"key_{index}": None for index in range(size)} | keys
+        rows = yield _NODES_BY_KEYS[size], {"session_id": session_id, **keyed}
+        return {row[0]: tuple(row[1:]) for row in rows}
     columns = (nodes.c.id, nodes.c.parent_id, nodes.c.created_at, nodes.c.turn_json)
     found: dict[str, tuple[Any, ...]] = {}
     for start in range(0, len(node_ids), _LOOKUP_CHUNK):
@@ -492,7 +523,7 @@ def _store_chain(
 def insert_nodes(dialect: str, session_id: str, new_nodes: Sequence[SessionNode]) -> Plan[None]:
     """Insert nodes (parents first) with their blocks."""
     node_rows: list[dict[str, Any]] = []
-    blocks: list[dict[str, Any]] = []
+    blocks: list[Iterable[dict[str, Any]]] = []
     for node in new_nodes:
         if not MIN_CREATED_AT <= node.created_at <= MAX_CREATED_AT:
             raise InvalidArgumentError(
@@ -503,29 +534,43 @@ def insert_nodes(dialect: str, session_id: str, new_nodes: Sequence[SessionNode]
         turn = jsjson.loads(text)  # the wire dict, for the derived columns: faster than to_json
         row, rows = stored_rows(session_id, node.id, node.parent, node.created_at, turn, text)
         node_rows.append(row)
-        blocks.extend(rows)
-    yield from insert_rows(dialect, session_id, node_rows, blocks)
+        blocks.append(rows)
+    yield from insert_rows(dialect, session_id, node_rows, itertools.chain.from_iterable(blocks))
 
 
 def insert_rows(
     dialect: str,
     session_id: str,
     node_rows: Sequence[Mapping[str, Any]],
-    blocks: Sequence[Mapping[str, Any]],
+    blocks: Iterable[Mapping[str, Any]],
 ) -> Plan[None]:
-    """Insert one session's `nodes` rows (parents first) and their `node_blocks` rows, and
-    index the nodes' text for full-text search."""
+    """Insert one session's `nodes` rows (parents first) and their `node_blocks` rows, a
+    bounded batch at a time (the rows may be built as they are read), and index the nodes'
+    text for full-text search."""
     indexed = dialect == "sqlite"  # PostgreSQL's index is an expression index on `nodes`
     if node_rows:
         yield INSERT_NODES, node_rows
-    if blocks:
-        yield INSERT_BLOCKS, blocks
+    rows = iter(blocks)
+    while batch := list(itertools.islice(rows, BLOCK_ROWS)):
+        yield INSERT_BLOCKS, batch
     if indexed and node_rows:
         texts = [(row["id"], row["search_text"]) for row in node_rows]
-        yield _INDEX_NODES, {"session_id": session_id, "texts": jsjson.dumps(texts)}
+        yield from _index(session_id, texts, _INDEX_NODES, _INDEX_NODE)
         chars = [(row["id"], row["search_chars"]) for row in node_rows if row["search_chars"]]
-        if chars:
-            yield _INDEX_CHARS, {"session_id": session_id, "texts": jsjson.dumps(chars)}
+        yield from _index(session_id, chars, _INDEX_CHARS, _INDEX_NODE_CHARS)
+
+
+def _index(
+    session_id: str, texts: Sequence[tuple[str, str]], batch: Prepared, one: Prepared
+) -> Plan[None]:
+    """Add the nodes' texts (id, text) to a SQLite full-text index: the short ones in one
+    statement, each long one by itself."""
+    short = [(node_id, words) for node_id, words in texts if len(words) < LONG_TEXT]
+    if short:
+        yield batch, {"session_id": session_id, "texts": jsjson.dumps(short)}
+    for node_id, words in texts:
+        if len(words) >= LONG_TEXT:
+            yield one, {"session_id": session_id, "node_id": node_id, "text": words}
 
 
 def load_session(session_id: str) -> Plan[SessionGraph]:
@@ -533,7 +578,7 @@ def load_session(session_id: str) -> Plan[SessionGraph]:
     row = (yield _session_row(session_id)).first()
     if row is None:
         return SessionGraph.hydrate(session_id, [], None)
-    head = row.head
+    head = row[0]
     rows = yield _SESSION_NODES, {"session_id": lookup_id(session_id)}
     return SessionGraph.hydrate(session_id, nodes_from_rows(rows), head)
 

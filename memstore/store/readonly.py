@@ -17,9 +17,18 @@ writing everything (`pg_read_all_data`, `pg_write_all_data`), signalling backend
 
 No query runs for ever: each has a time limit (`timeout` seconds, default
 DEFAULT_QUERY_SECONDS). SQLite: a progress handler stops the statement once the time is up, and
-on Ctrl-C (it is where Python gets to see the signal), which also bounds the temporary space a
-runaway sort can write. PostgreSQL: `statement_timeout` stops it on the server, even if the
-client is killed; Ctrl-C cancels it on the server (psycopg sends the cancel request).
+on Ctrl-C (it is where Python gets to see the signal). PostgreSQL: `statement_timeout` stops it
+on the server, even if the client is killed; Ctrl-C cancels it on the server (psycopg sends the
+cancel request).
+
+No query fills the disk: on SQLite, temporary data (sorts, materialized subqueries, a recursive
+query's queue) goes to temporary files (`temp_store = FILE`: in memory it could not be measured
+per connection, and SQLite's heap limits are process-wide, which would bind the application
+using the store too); the progress handler adds up the temporary files SQLite holds open in this
+process (Linux: `/proc/self/fd`) every TEMP_CHECK_SECONDS and stops the statement once they
+exceed `max_temp_mb` (default DEFAULT_TEMP_MB) beyond what was open when it started. Elsewhere
+only the time limit bounds them. PostgreSQL bounds a query's temporary files itself, by the
+reading login's `temp_file_limit` (which only a superuser sets: the README's recipe does).
 """
 
 from __future__ import annotations
@@ -41,6 +50,7 @@ from memstore.store.rows import derived_text
 
 __all__ = [
     "DEFAULT_QUERY_SECONDS",
+    "DEFAULT_TEMP_MB",
     "PRIVILEGED_ROLES",
     "READ_URL_VARIABLE",
     "QueryResult",
@@ -53,6 +63,13 @@ READ_URL_VARIABLE = "MEMSTORE_READ_URL"
 DEFAULT_QUERY_SECONDS = 5.0
 """How long a read-only query may run unless the caller says otherwise."""
 _PROGRESS_STEPS = 1000  # SQLite VM steps between two looks at the clock (microseconds apart)
+DEFAULT_TEMP_MB = 500
+"""How much temporary disk space (MB) a read-only SQLite query may fill unless the caller says
+otherwise."""
+TEMP_CHECK_SECONDS = 0.02
+"""How often a SQLite query's temporary files are measured (a look at each open file)."""
+_FDS = Path("/proc/self/fd")
+_SQLITE_TEMP_PREFIX = "etilqs_"  # SQLite's names for its temporary files (SQLITE_TEMP_FILE_PREFIX)
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _ALLOWED = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, 33}  # RECURSIVE
@@ -116,20 +133,53 @@ def _stream(cursor: Any, sql: str, limit: int) -> QueryResult:
     return QueryResult(columns, rows[:limit], len(rows) > limit)
 
 
-class _Deadline:
-    """SQLite's progress handler: stops the statement once `seconds` have passed or on Ctrl-C."""
+def sqlite_temp_bytes() -> int | None:
+    """The disk space of the temporary files SQLite holds open in this process (they are
+    unlinked once created, so only their descriptors find them); None where that cannot be
+    seen (no `/proc/self/fd`)."""
+    try:
+        descriptors = os.listdir(_FDS)
+    except OSError:
+        return None
+    total = 0
+    for descriptor in descriptors:
+        try:
+            if os.readlink(_FDS / descriptor).rpartition("/")[2].startswith(_SQLITE_TEMP_PREFIX):
+                total += os.stat(_FDS / descriptor).st_blocks * 512
+        except OSError:
+            continue  # closed meanwhile (listdir's own descriptor, a file just closed)
+    return total
 
-    def __init__(self, seconds: float) -> None:
+
+class _Deadline:
+    """SQLite's progress handler: stops the statement once `seconds` have passed, once its
+    temporary files exceed `max_temp_mb`, or on Ctrl-C."""
+
+    def __init__(self, seconds: float, max_temp_mb: float) -> None:
         self.seconds = seconds
         self.ends = time.monotonic() + seconds
         self.expired = False
+        self.max_temp_mb = max_temp_mb
+        self.temp_before = sqlite_temp_bytes()  # other connections' files are not the query's
+        self.next_look = 0.0
+        self.over_temp = False
 
     def __call__(self) -> int:
-        self.expired = time.monotonic() > self.ends
-        return int(self.expired)
+        now = time.monotonic()
+        self.expired = now > self.ends
+        if now >= self.next_look and self.temp_before is not None:
+            self.next_look = now + TEMP_CHECK_SECONDS
+            used = (sqlite_temp_bytes() or 0) - self.temp_before
+            self.over_temp = used > self.max_temp_mb * 1_000_000
+        return int(self.expired or self.over_temp)
 
     def error(self, exc: sqlite3.Error | sqlite3.Warning) -> BaseException:
         """What an error raised while this deadline watched means to the caller."""
+        if self.over_temp:
+            return QueryError(
+                f"the query needed more than {self.max_temp_mb:g} MB of temporary space and was "
+                "stopped (memstore sql --max-temp-mb MB allows more)"
+            )
         if self.expired:
             return QueryError(_too_long(self.seconds))
         if str(exc) == "interrupted":
@@ -146,14 +196,15 @@ def _too_long(seconds: float) -> str:
     )
 
 
-def _sqlite(url: URL, sql: str, limit: int, timeout: float) -> QueryResult:
+def _sqlite(url: URL, sql: str, limit: int, timeout: float, max_temp_mb: float) -> QueryResult:
     uri = sqlite_read_uri(url, strict=True)  # in a read-only directory too
     connection = sqlite3.connect(uri, uri=True)
-    deadline = _Deadline(timeout)
     # The views derive text from turns' JSON (migration 0016), where a lone surrogate may be
     # escaped: SQLite gives it as bytes that are not UTF-8, read as U+FFFD.
     connection.text_factory = derived_text
+    deadline = _Deadline(timeout, max_temp_mb)
     try:
+        connection.execute("PRAGMA temp_store = FILE")  # where the deadline can measure it
         connection.set_authorizer(_only_reading)
         connection.set_progress_handler(deadline, _PROGRESS_STEPS)
         return _fetch(connection.execute(sql), limit)
@@ -190,6 +241,10 @@ def _postgres(engine: Engine, sql: str, limit: int, timeout: float) -> QueryResu
             if "statement timeout" in str(exc):
                 raise QueryError(_too_long(timeout)) from exc
             raise QueryError(_explain(str(exc).strip())) from exc
+        except psycopg.errors.ConfigurationLimitExceeded as exc:
+            if "temp_file_limit" not in str(exc):
+                raise QueryError(_explain(str(exc).strip())) from exc
+            raise QueryError(_too_much_temp_space_on_the_server(driver)) from exc
         except psycopg.Error as exc:
             raise QueryError(_explain(str(exc).strip())) from exc
         finally:
@@ -242,6 +297,16 @@ _WROTE = (
 )
 
 
+def _too_much_temp_space_on_the_server(driver: Any) -> str:
+    """The one line for a query the server stopped at the login's `temp_file_limit`."""
+    driver.rollback()
+    limit = driver.execute("SHOW temp_file_limit").fetchone()[0]
+    return (
+        f"the query needed more than {limit} of temporary space, the most this login may write "
+        "(its temp_file_limit), and was stopped"
+    )
+
+
 def _explain(message: str) -> str:
     if "not authorized" in message or "read-only" in message:
         return f"{message} (memstore sql only reads; it cannot change the database)"
@@ -255,12 +320,20 @@ def run_read_only(
     limit: int = 1000,
     timeout: float = DEFAULT_QUERY_SECONDS,
     read_url: str | None = None,
+    max_temp_mb: float = DEFAULT_TEMP_MB,
 ) -> QueryResult:
-    """Run one statement that only reads, for at most `timeout` seconds; anything else is
-    refused with QueryError (Ctrl-C stops it and raises KeyboardInterrupt). On PostgreSQL it
-    runs over `read_url` (default `$MEMSTORE_READ_URL`, else `engine`'s own login)."""
+    """Run one statement that only reads, for at most `timeout` seconds and (SQLite) at most
+    `max_temp_mb` MB of temporary files; anything else is refused with QueryError (Ctrl-C stops
+    it and raises KeyboardInterrupt). On PostgreSQL it runs over `read_url` (default
+    `$MEMSTORE_READ_URL`, else `engine`'s own login)."""
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
         raise InvalidArgumentError(f"a query time limit is seconds > 0, not {timeout!r}")
+    if (
+        isinstance(max_temp_mb, bool)
+        or not isinstance(max_temp_mb, int | float)
+        or not max_temp_mb > 0
+    ):
+        raise InvalidArgumentError(f"a temporary space limit is MB > 0, not {max_temp_mb!r}")
     if not sql.isascii() and _LONE_SURROGATE.search(sql):
         raise QueryError("the statement holds a lone surrogate, which no database can take")
     if engine.dialect.name == "postgresql":
@@ -280,4 +353,4 @@ def run_read_only(
     database = engine.url.database
     if not database or not Path(database).exists():
         raise QueryError(f"no SQLite database at {database!r}")
-    return _sqlite(engine.url, sql, limit, timeout)
+    return _sqlite(engine.url, sql, limit, timeout, max_temp_mb)

@@ -3,11 +3,12 @@ one place."""
 
 from __future__ import annotations
 
+import itertools
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from memstore.blocks import per_kind
+from memstore.blocks import BlockColumns, per_kind
 
 __all__ = [
     "UNSPACED",
@@ -66,7 +67,7 @@ def search_chars(text: str) -> str:
 
 def block_rows(session_id: str, node_id: str, turn: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The `node_blocks` rows of a node: one per block, with the columns queries need."""
-    return _derive(session_id, node_id, turn)[1]
+    return list(_derive(session_id, node_id, turn)[1])
 
 
 def stored_rows(
@@ -76,9 +77,10 @@ def stored_rows(
     created_at: int,
     turn: Mapping[str, Any],
     turn_json: str,
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+) -> tuple[dict[str, Any], Iterable[dict[str, Any]]]:
     """The `nodes` row of a node whose turn is `turn`, stored as the exact text `turn_json`,
-    and its `node_blocks` rows."""
+    and its `node_blocks` rows: a list, or for a turn of more than ROWS_AT_ONCE blocks an
+    iterator that builds the rest as they are read (to insert in bounded batches)."""
     text, blocks = _derive(session_id, node_id, turn)
     row = {
         "session_id": session_id,
@@ -94,31 +96,53 @@ def stored_rows(
 
 
 _indexed = per_kind("indexed")
+ROWS_AT_ONCE = 1000
+"""Block rows built with a turn's search text; a turn's further rows are built as inserted."""
 
 
 def _derive(
     session_id: str, node_id: str, turn: Mapping[str, Any]
-) -> tuple[str, list[dict[str, Any]]]:
-    """A turn's search text and block rows, in one pass: each kind says both (`indexed`)."""
+) -> tuple[str, Iterable[dict[str, Any]]]:
+    """A turn's search text and block rows, in one pass (each kind says both: `indexed`),
+    but for the rows past ROWS_AT_ONCE, built later by a second pass as they are read: a row
+    takes ten times a tiny block's bytes, and a turn may hold a million blocks."""
     parts: list[str] = []
     rows: list[dict[str, Any]] = []
-    for position, block in enumerate(turn.get("blocks", ())):
-        kind = block.get("kind")
-        text, (shown, tool_name, call_id, is_error, input_json, output_json) = _indexed(kind)(block)
+    blocks = turn.get("blocks", ())
+    for position, block in enumerate(blocks):
+        text, columns = _indexed(block.get("kind"))(block)
         if text:
             parts.append(text)
-        rows.append(
-            {
-                "session_id": session_id,
-                "node_id": node_id,
-                "position": position,
-                "kind": storable(kind) if type(kind) is str else "",
-                "text": shown and storable(shown),  # validated: a string or None
-                "tool_name": tool_name and storable(tool_name),
-                "call_id": call_id and storable(call_id),
-                "is_error": is_error,
-                "input_json": input_json,
-                "output_json": output_json,
-            }
-        )
-    return storable("\n".join(parts)), rows
+        if position < ROWS_AT_ONCE:
+            rows.append(_block_row(session_id, node_id, position, block.get("kind"), columns))
+    more = len(blocks) > ROWS_AT_ONCE
+    later = _rows_from(session_id, node_id, blocks, ROWS_AT_ONCE) if more else ()
+    return storable("\n".join(parts)), itertools.chain(rows, later) if more else rows
+
+
+def _rows_from(
+    session_id: str, node_id: str, blocks: Sequence[Mapping[str, Any]], start: int
+) -> Iterator[dict[str, Any]]:
+    """The block rows from position `start` on, one at a time."""
+    for position in range(start, len(blocks)):
+        block = blocks[position]
+        _, columns = _indexed(block.get("kind"))(block)
+        yield _block_row(session_id, node_id, position, block.get("kind"), columns)
+
+
+def _block_row(
+    session_id: str, node_id: str, position: int, kind: object, columns: BlockColumns
+) -> dict[str, Any]:
+    shown, tool_name, call_id, is_error, input_json, output_json = columns
+    return {
+        "session_id": session_id,
+        "node_id": node_id,
+        "position": position,
+        "kind": storable(kind) if type(kind) is str else "",
+        "text": shown and storable(shown),  # validated: a string or None
+        "tool_name": tool_name and storable(tool_name),
+        "call_id": call_id and storable(call_id),
+        "is_error": is_error,
+        "input_json": input_json,
+        "output_json": output_json,
+    }

@@ -33,7 +33,12 @@ from memstore.store.plans import (
     as_call,
 )
 from memstore.store.prepared import Prepared, stream_rows
-from memstore.store.readonly import DEFAULT_QUERY_SECONDS, QueryResult, run_read_only
+from memstore.store.readonly import (
+    DEFAULT_QUERY_SECONDS,
+    DEFAULT_TEMP_MB,
+    QueryResult,
+    run_read_only,
+)
 from memstore.store.search import SearchHit
 from memstore.store.transfer import FileProgress, ImportReport, Progress
 from memstore.types import (
@@ -612,18 +617,28 @@ class SessionStore:
         limit: int = 1000,
         timeout: float = DEFAULT_QUERY_SECONDS,
         read_url: str | None = None,
+        max_temp_mb: float = DEFAULT_TEMP_MB,
     ) -> QueryResult:
         """Run one SQL statement that only reads (the views are there for this), stopped after
-        `timeout` seconds (default 5). On PostgreSQL it runs over the login `read_url` names
+        `timeout` seconds (default 5) or, on SQLite, once its temporary files pass
+        `max_temp_mb` MB (default 500). On PostgreSQL it runs over the login `read_url` names
         (default `$MEMSTORE_READ_URL`, else the store's own).
 
         Raises:
-            QueryError: the statement writes, is more than one statement, fails or runs out of
-                time; or the PostgreSQL login is privileged (a superuser, server files, ...).
+            QueryError: the statement writes, is more than one statement, fails, runs out of
+                time or of temporary space; or the PostgreSQL login is privileged (a superuser,
+                server files, ...).
             KeyboardInterrupt: Ctrl-C stopped it (on PostgreSQL it is cancelled on the server).
         """
         with translate_database_errors("running a query"):
-            return run_read_only(self.engine, sql, limit=limit, timeout=timeout, read_url=read_url)
+            return run_read_only(
+                self.engine,
+                sql,
+                limit=limit,
+                timeout=timeout,
+                read_url=read_url,
+                max_temp_mb=max_temp_mb,
+            )
 
     def session(self, session_id: str) -> SessionHandle:
         """A light handle on one session: it reads the head (one query), not the graph."""

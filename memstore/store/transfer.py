@@ -231,7 +231,7 @@ class _Batch:
         self.dialect = dialect
         self.session_id = session_id
         self.nodes: list[dict[str, Any]] = []
-        self.blocks: list[dict[str, Any]] = []
+        self.blocks: list[Iterable[dict[str, Any]]] = []  # each node's rows, built as inserted
         self.records: list[dict[str, Any]] = []
         self.node_ids: set[str] = set()
         self.earliest: int | None = None  # the times of every node added, across flushes
@@ -271,7 +271,7 @@ class _Batch:
             record.turn_json,
         )
         self.nodes.append(row)
-        self.blocks.extend(blocks)
+        self.blocks.append(blocks)
         self.node_ids.add(record.node_id)
         time = record.created_at
         self.earliest = time if self.earliest is None else min(self.earliest, time)
@@ -288,7 +288,8 @@ class _Batch:
 
     def flush(self) -> Plan[None]:
         if self.nodes:
-            yield from insert_rows(self.dialect, self.session_id, self.nodes, self.blocks)
+            blocks = itertools.chain.from_iterable(self.blocks)
+            yield from insert_rows(self.dialect, self.session_id, self.nodes, blocks)
             self.nodes, self.blocks = [], []
         if self.records:
             yield INSERT_RECORDS, self.records
