@@ -505,6 +505,13 @@ def wait_until_the_query_runs(
     raise AssertionError("the query never started")
 
 
+def hear_ctrl_c() -> None:
+    """In the child, before it runs: Ctrl-C's default action, which Python turns into
+    KeyboardInterrupt. A test run started in the background by a shell (`cmd &`) ignores SIGINT,
+    and so would every process it starts: Python keeps an ignored SIGINT ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def queries_running(database_url: str, marker: str) -> int:
     """How many queries holding `marker` the PostgreSQL server is running."""
     with SessionStore(database_url) as store, store.engine.connect() as connection:
@@ -525,6 +532,7 @@ def test_ctrl_c_stops_a_query_at_once_with_one_line_and_cancels_it_on_the_server
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=hear_ctrl_c,
     )
     try:
         wait_until_the_query_runs(process, database_url, marker)
