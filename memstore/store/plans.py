@@ -601,7 +601,7 @@ def _path_query(dialect: str) -> Select[Any]:
     start = select(nodes.c.pk, nodes.c.parent_id, literal(1).label("depth")).where(
         nodes.c.session_id == session_id,
         nodes.c.id == bindparam("leaf"),
-        of_visible_session(nodes.c.session_id),
+        of_visible_session(session_id),  # of the parameter: checked once, not per row
     )
     path = start.cte("path", recursive=True)
     parent = (
@@ -627,7 +627,7 @@ def _sqlite_path_query() -> Select[Any]:
     start = select(nodes.c.pk, nodes.c.parent_id, literal(1).label("depth")).where(
         nodes.c.session_id == session_id,
         nodes.c.id == bindparam("leaf"),
-        of_visible_session(nodes.c.session_id),
+        of_visible_session(session_id),  # of the parameter: checked once, not per row
     )
     path = start.cte("path", recursive=True)
     parent = nodes.alias("parent")
