@@ -36,6 +36,7 @@ from memstore.store.tables import metadata
 
 from .conftest import LEGACY
 from .strategies import wire_turns
+from .test_query import check_fts
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -117,12 +118,6 @@ def _insert_by_hand(url: str, node_id: str, word: str) -> None:
     connection.close()
 
 
-def _fts_check(url: str) -> None:
-    with sqlite3.connect(url.removeprefix("sqlite:///")) as connection:
-        connection.execute("INSERT INTO nodes_fts(nodes_fts, rank) VALUES ('integrity-check', 1)")
-    connection.close()
-
-
 def _fts_matches(url: str, word: str) -> list[str]:
     """The ids of the nodes SQLite's full-text index finds `word` in."""
     with sqlite3.connect(url.removeprefix("sqlite:///")) as connection:
@@ -143,12 +138,12 @@ def test_0004_moves_search_indexing_from_the_trigger_to_the_store(sqlite_url: st
         store.append_node("new", SessionGraph("new").append({"role": "user", "blocks": [
             {"kind": "text", "text": "indexedbystore"},
         ]}))  # fmt: skip
-        _fts_check(sqlite_url)  # each node indexed exactly once
+        check_fts(sqlite_url)  # each node indexed exactly once
         assert [hit.node_id for hit in store.search("indexedbytrigger")] == ["old"]
         assert len(store.search("indexedbystore")) == 1
         store.downgrade_schema("0003")
         _insert_by_hand(sqlite_url, "older", "indexedbytriggeragain")
-        _fts_check(sqlite_url)
+        check_fts(sqlite_url)
     finally:
         store.close()
 
@@ -369,17 +364,17 @@ def test_0016_stores_a_turn_once_and_keeps_every_view_row(sqlite_url: str) -> No
             search_text(json.loads(str(turn_json))) for _, _, turn_json, _ in copies
         ]
         assert _sqlite_rows(sqlite_url, VIEW_QUERIES[0]) == views[0]
-        _fts_check(sqlite_url)
+        check_fts(sqlite_url)
         store.upgrade_schema()  # and go again
         assert [_sqlite_rows(sqlite_url, sql) for sql in VIEW_QUERIES] == views
         assert [store.search(word) for word in ("crash", "run_tests", "null")] == hits
-        _fts_check(sqlite_url)
+        check_fts(sqlite_url)
         derived = _sqlite_rows(sqlite_url, "SELECT search_text FROM node_search ORDER BY pk")
         assert [text for (text,) in derived] == [text for *_, text in copies]
         columns = {row[1] for row in _sqlite_rows(sqlite_url, "PRAGMA table_info(node_blocks)")}
         assert not columns & {"text", "input_json", "output_json"}
         assert store.delete_session("branching")
-        _fts_check(sqlite_url)  # the delete trigger removed exactly what was indexed
+        check_fts(sqlite_url)  # the delete trigger removed exactly what was indexed
         assert "branching" not in {hit.session_id for hit in store.search("crash", limit=1000)}
     finally:
         store.close()
@@ -420,7 +415,7 @@ def test_0016_sql_derives_what_the_store_indexed_for_any_turn(sqlite_url: str) -
                 assert blocks == expected
         connection.close()
         assert store.delete_session(session_id)
-        _fts_check(sqlite_url)
+        check_fts(sqlite_url)
 
     try:
         check()

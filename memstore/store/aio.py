@@ -553,10 +553,28 @@ class AsyncSessionStore:
         """See `SessionStore.stats`."""
         return await self._run(plans.store_stats(top), write=False, action="reading statistics")
 
+    async def index_search_backlog(self) -> int:
+        """See `SessionStore.index_search_backlog`."""
+        self._writable("indexing the full-text backlog")
+        if self.dialect != "sqlite":
+            return 0
+        return await self._run(plans.index_backlog(), write=True, action="indexing for search")
+
+    async def _index_search_backlog_if_any(self) -> None:
+        """Before a search, a store that can write indexes the backlog: every turn it finds is
+        then ranked by the index (a read-only store matches the backlog in memory)."""
+        if (
+            self.dialect == "sqlite"
+            and not self.read_only
+            and await self._run(plans.backlog_waiting(), write=False, action="searching")
+        ):
+            await self.index_search_backlog()
+
     async def search(
         self, query: str, *, session_id: str | None = None, limit: int = 20
     ) -> list[SearchHit]:
         """See `SessionStore.search`."""
+        await self._index_search_backlog_if_any()
         plan = search.search(self.dialect, query, session_id=session_id, limit=limit)
         return await self._run(plan, write=False, action="searching")
 

@@ -21,6 +21,9 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import sqlite3
+from collections.abc import Mapping
+from contextlib import closing
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +50,7 @@ from memstore.store.tables import (
     node_search,
     nodes,
     nodes_fts,
+    nodes_fts_backlog,
     nodes_fts_chars,
     of_visible_session,
     sessions,
@@ -101,14 +105,22 @@ def _fts5_phrases(unspaced: list[str]) -> str:
     return " ".join('"' + search_chars(word).replace('"', '""') + '"' for word in unspaced)
 
 
-def _sqlite_phrase_matches(words: list[str], unspaced: list[str]) -> Select[Any]:
+def _sqlite_phrase_matches(
+    words: list[str], unspaced: list[str], backlog: Mapping[int, float] | None = None
+) -> Select[Any]:
+    """Turns matching the unspaced words' phrases and the other words. With `backlog` (the
+    ranks of the backlog's turns that hold the other words, found in memory), those turns
+    instead of the ones `nodes_fts` holds."""
     table: ColumnElement[Any] = literal_column("nodes_fts_chars")
     rank: ColumnElement[Any] = -func.bm25(table)
     statement = select(nodes.c.pk).select_from(
         nodes_fts_chars.join(nodes, nodes.c.pk == nodes_fts_chars.c.rowid)
     )
     statement = statement.where(table.op("MATCH")(_fts5_phrases(unspaced)))
-    if words:
+    if backlog is not None:
+        statement = statement.where(nodes.c.pk.in_(list(backlog)))
+        rank = rank + case(dict(backlog), value=nodes.c.pk, else_=0.0)
+    elif words:
         statement = statement.join(nodes_fts, nodes_fts.c.rowid == nodes.c.pk)
         statement = statement.where(
             literal_column("nodes_fts").op("MATCH")(fts5_query(" ".join(words)))
@@ -164,17 +176,27 @@ def _postgres_phrase_matches(
 
 
 def _phrase_search(
-    dialect: str, words: list[str], unspaced: list[str], session_id: str | None, limit: int
+    dialect: str,
+    words: list[str],
+    unspaced: list[str],
+    session_id: str | None,
+    limit: int,
+    backlog: Mapping[int, str] | None = None,
 ) -> Select[Any]:
     """The best matches of a query with unspaced words, with their search text (the snippet is
     made in Python: the indexes hold single characters, not the text around them)."""
     if dialect == "postgresql":
         matches = _postgres_phrase_matches(words, unspaced, session_id)
     else:
-        matches = _sqlite_phrase_matches(words, unspaced)
-        if session_id is not None:
-            matches = matches.where(nodes.c.session_id == session_id)
-        matches = matches.where(of_visible_session(nodes.c.session_id))
+        found = [_sqlite_phrase_matches(words, unspaced)]
+        if words and backlog:  # the backlog's turns are not in `nodes_fts`: match them here
+            ranks = matches_in_memory(backlog, fts5_query(" ".join(words)))
+            found.append(_sqlite_phrase_matches(words, unspaced, ranks))
+        for index, statement in enumerate(found):
+            if session_id is not None:
+                statement = statement.where(nodes.c.session_id == session_id)
+            found[index] = statement.where(of_visible_session(nodes.c.session_id))
+        matches = found[0] if len(found) == 1 else union_all(*found).subquery().select()
     best = matches.order_by(text("rank DESC"), text("pk")).limit(limit).subquery()
     hits = select(*_HIT_COLUMNS, best.c.rank).join_from(nodes, best, nodes.c.pk == best.c.pk)
     if dialect == "postgresql":
@@ -256,8 +278,9 @@ def search(
     if not query.split():
         return []
     words, unspaced = _split_query(query)
+    backlog = (yield from _backlog_texts()) if dialect == "sqlite" else {}
     if unspaced:
-        rows = yield _phrase_search(dialect, words, unspaced, session_id, limit)
+        rows = yield _phrase_search(dialect, words, unspaced, session_id, limit, backlog)
         terms = words + unspaced
         found = [
             SearchHit(
@@ -281,7 +304,55 @@ def search(
         for row in (yield statement)
     ]
     hits = yield from _with_long_snippets(dialect, hits, query.split())
+    if backlog:
+        more = yield from _backlog_hits(backlog, query, session_id)
+        hits = sorted([*hits, *more], key=lambda hit: -hit.rank)[:limit]
     return (yield from _with_agents(hits))
+
+
+def _backlog_texts() -> Plan[dict[int, str]]:
+    """The search texts of the turns in SQLite's full-text backlog (a store that can write
+    indexes them before it searches; a read-only one finds them here), by key."""
+    text = cast(node_search.c.search_text, LargeBinary)
+    waiting = select(nodes_fts_backlog.c.pk)
+    rows = yield select(node_search.c.pk, text).where(node_search.c.pk.in_(waiting))
+    return {pk: _text(found) for pk, found in rows}
+
+
+def matches_in_memory(texts: Mapping[int, str], query: str) -> dict[int, float]:
+    """The keys of the `texts` that FTS5 `query` matches, with their rank (higher is better),
+    found by SQLite's FTS5 itself in a private in-memory index (ranked among these texts)."""
+    with closing(sqlite3.connect(":memory:")) as memory:
+        memory.execute("CREATE VIRTUAL TABLE waiting USING fts5(search_text)")
+        memory.executemany("INSERT INTO waiting (rowid, search_text) VALUES (?, ?)", texts.items())
+        found = "SELECT rowid, -bm25(waiting) FROM waiting WHERE waiting MATCH ?"
+        return dict(memory.execute(found, (query,)).fetchall())
+
+
+def _backlog_hits(
+    backlog: Mapping[int, str], query: str, session_id: str | None
+) -> Plan[list[SearchHit]]:
+    """The hits among the backlog's turns, which `nodes_fts` does not hold yet."""
+    ranks = matches_in_memory(backlog, fts5_query(query))
+    if not ranks:
+        return []
+    statement = select(*_HIT_COLUMNS, nodes.c.pk).where(
+        nodes.c.pk.in_(list(ranks)), of_visible_session(nodes.c.session_id)
+    )
+    if session_id is not None:
+        statement = statement.where(nodes.c.session_id == session_id)
+    terms = query.split()
+    return [
+        SearchHit(
+            row.session_id,
+            row.node_id,
+            row.role,
+            row.created_at,
+            text_snippet(backlog[row.pk], terms),
+            ranks[row.pk],
+        )
+        for row in (yield statement)
+    ]
 
 
 def _with_long_snippets(

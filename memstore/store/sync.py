@@ -599,6 +599,24 @@ class SessionStore:
         """Totals over the whole store: sessions, nodes, records, tool calls, top tools."""
         return self._run(plans.store_stats(top), write=False, action="reading statistics")
 
+    def index_search_backlog(self) -> int:
+        """SQLite: index the turns that writes of a few nodes left in the full-text backlog
+        (`search` does it first), returning how many. PostgreSQL indexes each write: 0."""
+        self._writable("indexing the full-text backlog")
+        if self.dialect != "sqlite":
+            return 0
+        return self._run(plans.index_backlog(), write=True, action="indexing for search")
+
+    def _index_search_backlog_if_any(self) -> None:
+        """Before a search, a store that can write indexes the backlog: every turn it finds is
+        then ranked by the index (a read-only store matches the backlog in memory)."""
+        if (
+            self.dialect == "sqlite"
+            and not self.read_only
+            and self._run(plans.backlog_waiting(), write=False, action="searching")
+        ):
+            self.index_search_backlog()
+
     def search(
         self, query: str, *, session_id: str | None = None, limit: int = 20
     ) -> list[SearchHit]:
@@ -607,6 +625,7 @@ class SessionStore:
         Best matches first; `snippet` marks the matched words with [brackets]. Any text is a
         valid query: quotes, operators and SQL in it are searched for as plain words.
         """
+        self._index_search_backlog_if_any()
         plan = search.search(self.dialect, query, session_id=session_id, limit=limit)
         return self._run(plan, write=False, action="searching")
 

@@ -29,6 +29,10 @@ Alembic revisions in `migrations/` create and evolve these tables; a test checks
   index of `nodes.search_chars` (the characters of scripts written without spaces, one word each),
   for rows where it is not empty; filled and kept the same way. PostgreSQL indexes both columns
   with GIN expression indexes (`ix_nodes_search`, `ix_nodes_search_chars`).
+- `nodes_fts_backlog` (SQLite only, made by migration 0019, not modelled here): the keys of nodes
+  that writes of a few nodes added without indexing them in `nodes_fts`; the write that fills it
+  to `plans.SEARCH_BACKLOG` indexes them all (one FTS5 segment instead of one per commit), and a
+  search indexes it first.
 """
 
 from __future__ import annotations
@@ -69,6 +73,7 @@ __all__ = [
     "node_usage",
     "nodes",
     "nodes_fts",
+    "nodes_fts_backlog",
     "nodes_fts_chars",
     "of_visible_session",
     "records",
@@ -220,5 +225,7 @@ node_usage = Table(
 # SQLite's full-text index, for the statements that fill and query it (its rowid is `nodes.pk`).
 nodes_fts = table("nodes_fts", column("rowid"), column("search_text"))
 nodes_fts_chars = table("nodes_fts_chars", column("rowid"), column("search_chars"))
+# The nodes small writes added that `nodes_fts` does not hold yet (migration 0019).
+nodes_fts_backlog = table("nodes_fts_backlog", column("pk"))
 # SQLite's view of each node's search text, derived from `turn_json` (migration 0016).
 node_search = table("node_search", column("pk"), column("session_id"), column("search_text"))
