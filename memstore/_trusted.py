@@ -17,7 +17,20 @@ from pydantic import BaseModel
 if TYPE_CHECKING:
     from memstore._wire import _Wire
 
-__all__ = ["Layout", "build", "build_plain", "layout_of", "private_state"]
+__all__ = [
+    "NO_EXTRA",
+    "Layout",
+    "build",
+    "build_plain",
+    "layout_of",
+    "new_model",
+    "private_state",
+    "set_extra",
+    "set_fields_set",
+    "set_private",
+    "set_values",
+    "split_values",
+]
 
 _M = TypeVar("_M", bound=BaseModel)
 _setattr = object.__setattr__  # sets a frozen model's slots, as pydantic itself does
@@ -33,6 +46,11 @@ def _slot_setter(name: str) -> Callable[[object, Any], None]:
 _set_fields_set = _slot_setter("__pydantic_fields_set__")
 _set_extra = _slot_setter("__pydantic_extra__")
 _set_private = _slot_setter("__pydantic_private__")
+# What `build` does, step by step, for a loop that builds a whole session's models inline
+# (`Turn._from_stored_texts`: a call per model cost a tenth of a long load).
+new_model = _new_object
+set_values = _slot_setter("__dict__")
+set_fields_set, set_extra, set_private = _set_fields_set, _set_extra, _set_private
 
 
 def private_state(model: BaseModel) -> dict[str, Any]:
@@ -53,6 +71,7 @@ class Layout:
     """How `build` makes one wire class from data with one tuple of keys."""
 
     same: bool  # the keys are exactly the fields' names: the data can be the model's dict
+    no_extra: bool  # every key names a field (by its alias: `callId`)
     names: tuple[str | None, ...]  # per key of the data: its field, or None for an extra key
     defaults: dict[str, Any]
     fields_set: set[str]
@@ -86,6 +105,7 @@ def _work_out_layout(cls: type[_Wire], keys: tuple[str, ...]) -> Layout | None:
     implied = tuple(key for key in cls._always_present() if key not in keys)
     return Layout(
         same=names == keys and len(given) == len(cls.model_fields),
+        no_extra=None not in names,
         names=names,
         defaults={name: field.default for name, field in fields if name not in given},
         fields_set=given | {key for key, name in zip(keys, names, strict=True) if name is None},
@@ -93,7 +113,7 @@ def _work_out_layout(cls: type[_Wire], keys: tuple[str, ...]) -> Layout | None:
     )
 
 
-_NO_EXTRA: dict[str, Any] = {}
+NO_EXTRA: dict[str, Any] = {}
 """The extras of every model without any, shared: models are frozen, and pydantic copies a
 model's extras before changing a copy's (a million tiny blocks spared a dict each)."""
 
@@ -107,20 +127,31 @@ def build(cls: type[_M], data: dict[str, Any], layout: Layout, private: dict[str
     model = _new_object(cls)
     if layout.same:
         _setattr(model, "__dict__", data)
-        _set_extra(model, _NO_EXTRA)
+        _set_extra(model, NO_EXTRA)
     else:
-        values = layout.defaults.copy()
-        extra = {}
-        for (key, value), name in zip(data.items(), layout.names):  # noqa: B905 (same keys)
-            if name is None:
-                extra[key] = value
-            else:
-                values[name] = value
+        values, extra = split_values(data, layout)
         _setattr(model, "__dict__", values)
         _set_extra(model, extra)
     _set_fields_set(model, layout.fields_set)
     _set_private(model, private)
     return model
+
+
+def split_values(data: dict[str, Any], layout: Layout) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The fields' values (defaults for those missing) and the extras of `data`, whose keys
+    `layout` describes and are not exactly the fields' names."""
+    values = layout.defaults.copy()
+    if layout.no_extra:  # the common case (a tool result's `callId`), without a Python loop
+        names = zip(layout.names, data.values())  # noqa: B905 (same keys)
+        values.update(names)  # type: ignore[arg-type]
+        return values, NO_EXTRA
+    extra = {}
+    for (key, value), name in zip(data.items(), layout.names):  # noqa: B905 (same keys)
+        if name is None:
+            extra[key] = value
+        else:
+            values[name] = value
+    return values, extra
 
 
 def all_fields(cls: type[BaseModel]) -> set[str]:

@@ -34,14 +34,14 @@ import math
 import re
 import uuid
 from _json import encode_basestring, scanstring
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import orjson
 
 from memstore.errors import InvalidJsonError
 
-__all__ = ["dumps", "dumps_bytes", "loads"]
+__all__ = ["dumps", "dumps_bytes", "loads", "loads_each"]
 
 _MAX_SAFE_INTEGER = 2**53 - 1
 _MAX_ARRAY_INDEX = 2**32 - 2
@@ -172,6 +172,22 @@ def loads(text: str | bytes) -> Any:
             if error.__cause__ is None:
                 raise error from fast_error
             raise
+
+
+def loads_each(texts: Sequence[str]) -> list[Any]:
+    """`loads` of every text (a session's stored turns), in one comprehension over orjson when
+    every text is short and valid, as nearly all are; else text by text, as `loads` takes each.
+
+    Raises:
+        InvalidJsonError: as ``loads``, for the first text it rejects.
+    """
+    if not texts or max(map(len, texts)) <= LARGE_TEXT:
+        fast = orjson.loads
+        try:
+            return [fast(text) for text in texts]
+        except orjson.JSONDecodeError:
+            pass
+    return [loads(text) for text in texts]
 
 
 # --- dumps ------------------------------------------------------------------------------------

@@ -18,10 +18,13 @@ from typing import Any
 
 import pytest
 from sqlalchemy import event
+from sqlalchemy.dialects.postgresql.psycopg import PGDialect_psycopg
 
 from memstore import SessionGraph, SessionNode, SessionStore
 from memstore.jsonl import append_lines
+from memstore.store import plans as store_plans
 from memstore.store.engine import create_store_engine
+from memstore.store.prepared import Prepared
 
 SIZE = 2_000  # nodes: enough that a scan of a session's rows costs more than a lookup
 TABLES = ("nodes", "records", "node_blocks")
@@ -103,6 +106,13 @@ class Plans:
         other tests' schemas)."""
         self.sql(f"ANALYZE {', '.join(('sessions', *TABLES))}")
 
+    def vacuum(self) -> None:
+        """VACUUM ANALYZE the store's tables, as autovacuum would: statistics, and the
+        visibility map that makes an index-only scan read no table pages."""
+        with self.engine.connect() as connection:
+            connection = connection.execution_options(isolation_level="AUTOCOMMIT")
+            connection.exec_driver_sql(f"VACUUM ANALYZE {', '.join(('sessions', *TABLES))}")
+
     def sql(self, statement: str) -> None:
         with self.engine.begin() as connection:
             connection.exec_driver_sql(statement)
@@ -116,14 +126,34 @@ def scans(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
         yield from scans(child)
 
 
+def whole_session_read(query: str) -> bool:
+    """Whether `query` is one of the statements that read a whole session's nodes by design:
+    the check that a session is one chain, and its nodes in the order stored (`plans`'s
+    `_CHAIN_CHECK` and `_CHAIN_ROWS`, as psycopg sends them: `$1` for `%(name)s`)."""
+    return any(pattern.fullmatch(query) for pattern in WHOLE_SESSION_READS)
+
+
+def _as_sent(prepared: Prepared) -> re.Pattern[str]:
+    dialect = PGDialect_psycopg()  # type: ignore[no-untyped-call]
+    sql = " ".join(prepared.compiled(dialect).sql.split())
+    return re.compile(re.sub(r"%\\\(\w+\\\)s", r"\\$[0-9]+", re.escape(sql)))
+
+
+WHOLE_SESSION_READS = [
+    _as_sent(store_plans._CHAIN_CHECK),
+    _as_sent(store_plans._CHAIN_ROWS["postgresql"]),
+]
+
+
 def lookup_problems(seen: list[dict[str, Any]]) -> list[str]:
     """Reads of TABLES that are not index lookups of given nodes: sequential scans, and index
-    scans that read a whole session (bounded by the session id only) or filter rows out."""
+    scans that read a whole session (bounded by the session id only) or filter rows out (but
+    in the statements that read a whole session by design: see `session_read_problems`)."""
     problems = []
     for explained in seen:
         query = " ".join(explained["Query Text"].split())
-        if query.startswith("DECLARE"):  # an import reads the session's stored lines, once
-            continue
+        if query.startswith("DECLARE") or whole_session_read(query):  # (an import's DECLARE
+            continue  # reads the session's stored lines, once)
         for scan in scans(explained["Plan"]):
             condition = scan.get("Index Cond") or scan.get("Recheck Cond") or ""
             if (
@@ -135,6 +165,41 @@ def lookup_problems(seen: list[dict[str, Any]]) -> list[str]:
                     f"{scan['Node Type']} on {scan['Relation Name']}"
                     f" ({scan.get('Index Name')}: {condition}; filter {scan.get('Filter')})"
                     f" in {query[:100]}"
+                )
+    return problems
+
+
+def plan_nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Every node of a plan tree."""
+    yield plan
+    for child in plan.get("Plans", ()):
+        yield from plan_nodes(child)
+
+
+def session_read_problems(seen: list[dict[str, Any]]) -> list[str]:
+    """In the statements that read a whole session by design: reads of `nodes` that are not
+    bounded by the session's index (a sequential scan, or an index on something else with the
+    session as a filter), and sorts of its turns (the rows in the order stored: by index)."""
+    problems = []
+    for explained in seen:
+        query = " ".join(explained["Query Text"].split())
+        if not whole_session_read(query):
+            continue
+        for node in plan_nodes(explained["Plan"]):
+            condition = node.get("Index Cond") or node.get("Recheck Cond") or ""
+            reads = node.get("Relation Name") == "nodes" or node.get("Index Name", "").startswith(
+                ("ix_nodes", "uq_nodes", "pk_nodes")
+            )
+            unbounded = (
+                reads and node["Node Type"] != "Bitmap Heap Scan" and "session_id" not in condition
+            )
+            sorts_turns = (
+                node["Node Type"] == "Sort" and "turn_json" in query and "count(" not in query
+            )
+            if unbounded or sorts_turns:
+                problems.append(
+                    f"{node['Node Type']} ({node.get('Index Name')}: {condition}; filter"
+                    f" {node.get('Filter')}) in {query[:100]}"
                 )
     return problems
 
@@ -205,4 +270,32 @@ def test_a_new_session_imports_into_an_analyzed_database_by_index(
     assert ran(imported, "FOR KEY SHARE")
     assert ran(imported, "unnest")
     assert lookup_problems(imported) == []
+    assert lookup_problems(seen) == []
+
+
+@pytest.mark.parametrize("stats", ["never-analyzed", "analyzed-small", "vacuumed"])
+def test_a_whole_path_is_read_through_the_session_index(
+    plans: Plans, tmp_path: Path, stats: str
+) -> None:
+    """The check that a session is one chain and the flat read of its path read the session's
+    rows through its indexes, not the table, whatever the statistics say: with another,
+    bigger session in the table, and the session a few hundred nodes (where plans tie)."""
+    plans.store.import_jsonl(write_jsonl(tmp_path / "old.jsonl", chain("old", 2 * SIZE)))
+    nodes = chain("s", 500)
+    for node in nodes[:20]:
+        plans.store.append_node("s", node)
+    if stats == "analyzed-small":
+        plans.analyze()
+    for node in nodes[20:]:
+        plans.store.append_node("s", node)
+    if stats == "vacuumed":
+        plans.vacuum()
+    with plans.recording():
+        assert plans.store.load_path_nodes("s") == nodes
+        assert plans.store.load_path("s", nodes[99].id) == [node.turn for node in nodes[:100]]
+    seen = list(plans.seen)
+
+    assert sum(whole_session_read(" ".join(e["Query Text"].split())) for e in seen) == 4
+    assert not ran(seen, "WITH RECURSIVE")  # one chain: read flat, not walked
+    assert session_read_problems(seen) == []
     assert lookup_problems(seen) == []

@@ -2,9 +2,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from memstore import SessionNode, Turn, jsjson
 
@@ -51,3 +52,52 @@ def test_trusted_construction_builds_what_validation_builds(
     wire = {"id": "n", "parent": parent, "turn": jsjson.loads(text), "createdAt": created_at}
     assert_built_alike(node, SessionNode.model_validate(wire))
     assert node.to_json() == SessionNode.model_validate(wire).to_json()
+
+
+@settings(max_examples=100)
+@given(turns=st.lists(wire_turns, max_size=6))
+def test_turns_built_in_bulk_are_built_as_validation_builds_them(
+    turns: list[dict[str, Any]],
+) -> None:
+    """One loop builds a session's turns, sharing layouts between turns of the same shape."""
+    texts = [jsjson.dumps(turn) for turn in [*turns, *turns]]  # each shape seen twice
+    built = Turn._from_stored_texts(texts)
+    assert len(built) == len(texts)
+    for index, (trusted, text) in enumerate(zip(built, texts, strict=True)):
+        validated = Turn.from_json_text(text)
+        assert_built_alike(trusted, validated, f"turn {index}: ")
+        assert trusted == validated
+        assert trusted.json_text() == text
+        assert trusted.__pydantic_private__ is not validated.__pydantic_private__
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        '{"role":"user"}',
+        '{"role":"robot","blocks":[]}',
+        '{"role":"user","blocks":[{"kind":"text"}]}',
+        '{"role":"user","blocks":[{"kind":5,"text":"x"}]}',
+        '{"role":"user","blocks":[["not", "an", "object"]]}',
+        '{"role":"user","blocks":[{"kind":["text"],"text":"x"}]}',
+        '["role", "blocks"]',
+    ],
+)
+def test_a_turn_that_is_not_valid_among_stored_ones_is_refused_as_validation_refuses_it(
+    bad: str,
+) -> None:
+    good = '{"role":"user","blocks":[{"kind":"text","text":"x"}]}'
+    with pytest.raises(ValidationError):
+        Turn._from_stored_texts([good, bad, good])
+    with pytest.raises(ValidationError):
+        Turn._from_stored_text(bad)
+
+
+def test_a_text_that_orjson_refuses_is_parsed_as_jsjson_parses_it() -> None:
+    lone = '{"role":"user","blocks":[{"kind":"text","text":"\\ud800"}]}'  # a lone surrogate
+    big = jsjson.dumps({"role": "user", "blocks": [{"kind": "text", "text": "x" * (1 << 20)}]})
+    good = '{"role":"user","blocks":[{"kind":"text","text":"x"}]}'
+    for texts in ([good, lone], [big, good], [lone, big]):
+        built = Turn._from_stored_texts(texts)
+        assert built == [Turn.from_json_text(text) for text in texts]
+        assert [turn.json_text() for turn in built] == texts

@@ -351,7 +351,8 @@ class AsyncSessionStore:
         self, session_id: str, leaf: str | None = None, *, last: int | None = None
     ) -> list[Turn]:
         """See `SessionStore.load_path`."""
-        return [node.turn for node in await self.load_path_nodes(session_id, leaf, last=last)]
+        plan = plans.load_path(self.dialect, session_id, leaf, last)
+        return await self._run(plan, write=False, action="loading a path")
 
     async def load_path_nodes(
         self, session_id: str, leaf: str | None = None, *, last: int | None = None

@@ -334,15 +334,18 @@ class SessionStore:
     def load_path(
         self, session_id: str, leaf: str | None = None, *, last: int | None = None
     ) -> list[Turn]:
-        """The turns from the root to `leaf` (default: the head), walked in SQL.
+        """The turns from the root to `leaf` (default: the head): a session that is one chain
+        is read flat, in the order stored; any other is walked in SQL, parent by parent.
 
-        With `last=N`, only the newest N turns, moved back so that the first is never a
-        tool_result cut off from its tool_call. A missing or empty session gives [].
+        With `last=N`, only the newest N turns (walked: N steps, whatever the session's size),
+        moved back so that the first is never a tool_result cut off from its tool_call. A
+        missing or empty session gives [].
 
         Raises:
             UnknownNodeError: the session has no node `leaf`.
         """
-        return [node.turn for node in self.load_path_nodes(session_id, leaf, last=last)]
+        plan = plans.load_path(self.dialect, session_id, leaf, last)
+        return self._run(plan, write=False, action="loading a path")
 
     def load_path_nodes(
         self, session_id: str, leaf: str | None = None, *, last: int | None = None
