@@ -141,7 +141,8 @@ def _as_sent(prepared: Prepared) -> re.Pattern[str]:
 
 WHOLE_SESSION_READS = [
     _as_sent(store_plans._CHAIN_CHECK),
-    _as_sent(store_plans._CHAIN_ROWS["postgresql"]),
+    _as_sent(store_plans._CHAIN_ROWS["postgresql", True]),
+    _as_sent(store_plans._CHAIN_ROWS["postgresql", False]),
 ]
 
 

@@ -182,6 +182,43 @@ def test_paused_gc_leaves_a_disabled_collector_disabled() -> None:
         gc.enable()
 
 
+def test_paused_gc_ages_what_it_built_without_a_collection() -> None:
+    """What a pause built goes to the oldest generation at once: the first allocation after
+    it does not scan it all (a young generation's count back at zero), and it stays
+    collectable (nothing left frozen)."""
+    collected: list[int] = []
+
+    def note(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            collected.append(info["generation"])
+
+    gc.collect()
+    gc.callbacks.append(note)
+    try:
+        with paused_gc():
+            built = [[n] for n in range(50_000)]
+        after = [[n] for n in range(100)]  # allocations that would trigger the deferred scan
+    finally:
+        gc.callbacks.remove(note)
+    assert collected == []
+    assert gc.get_freeze_count() == 0
+    del after
+    assert gc.is_tracked(built[-1])
+    del built
+
+
+def test_paused_gc_leaves_an_applications_frozen_objects_frozen() -> None:
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with paused_gc():
+            built = [[n] for n in range(10_000)]
+        assert gc.get_freeze_count() == frozen
+        del built
+    finally:
+        gc.unfreeze()
+
+
 def test_loading_a_session_reads_its_nodes_in_stored_order_from_an_index(
     database_url: str,
 ) -> None:

@@ -747,14 +747,15 @@ def _chain_check() -> Select[Any]:
 _CHAIN_CHECK = Prepared(_chain_check())
 
 
-def _chain_rows(dialect: str) -> Select[Any]:
+def _chain_rows(dialect: str, *, times: bool) -> Select[Any]:
     """The nodes stored up to the leaf (`:leaf_key`): in a session that is one chain, where each
     node is stored after its parent, the path to the leaf (the reader checks that it is).
     SQLite reads them in stored order from its index. On PostgreSQL they come with their keys,
     and the reader sorts them, as it sorts a walk's rows: a sort in the database, which its
-    planner may prefer to the index, copies every turn once more (to disk, past `work_mem`)."""
-    columns = (nodes.c.id, nodes.c.parent_id, nodes.c.turn_json, nodes.c.created_at)
-    query = select(*columns).where(
+    planner may prefer to the index, copies every turn once more (to disk, past `work_mem`).
+    Without `times`, no `created_at` (for turns without their nodes)."""
+    columns = [nodes.c.id, nodes.c.parent_id, nodes.c.turn_json]
+    query = select(*columns, *([nodes.c.created_at] if times else [])).where(
         nodes.c.session_id == bindparam("session_id"),
         IN_STORED_ORDER,
         nodes.c.pk <= bindparam("leaf_key"),
@@ -762,8 +763,12 @@ def _chain_rows(dialect: str) -> Select[Any]:
     return query.add_columns(nodes.c.pk) if dialect == "postgresql" else query.order_by(nodes.c.pk)
 
 
-_CHAIN_ROWS = {dialect: Prepared(_chain_rows(dialect)) for dialect in ("postgresql", "sqlite")}
-_KEY = 4  # the key's column in a row of PostgreSQL's `_CHAIN_ROWS`
+_CHAIN_ROWS = {
+    (dialect, times): Prepared(_chain_rows(dialect, times=times))
+    for dialect in ("postgresql", "sqlite")
+    for times in (False, True)
+}
+_KEY = -1  # the key's column in a row of PostgreSQL's `_CHAIN_ROWS`
 
 
 def _is_path_to(rows: Sequence[Any], leaf: str) -> bool:
@@ -781,9 +786,12 @@ def _walked_rows(dialect: str, session_id: str, leaf: str, limit: int) -> Plan[l
     return sorted((yield walk, key), key=itemgetter(_DEPTH), reverse=True)
 
 
-def _whole_path_rows(dialect: str, session_id: str, leaf: str | None) -> Plan[Sequence[Any]]:
+def _whole_path_rows(
+    dialect: str, session_id: str, leaf: str | None, *, times: bool = True
+) -> Plan[Sequence[Any]]:
     """The rows (id, parent_id, turn_json, created_at, ...) of the path from the root to `leaf`
-    (default: the head), root first; none for an empty or missing session. A session that is
+    (default: the head), root first; none for an empty or missing session (without `times`,
+    the rows may lack `created_at`: for turns without their nodes). A session that is
     one chain is read flat, in the order stored (a walk looks each node up by its key: twice
     as long); any other, or one whose rows are no path, is walked.
 
@@ -801,18 +809,20 @@ def _whole_path_rows(dialect: str, session_id: str, leaf: str | None) -> Plan[Se
     if end_key is None:
         raise UnknownNodeError(session_id, end if leaf is None else leaf)
     if one_chain:
-        rows = yield from _rows_stored_up_to(dialect, key, end_key)
+        rows = yield from _rows_stored_up_to(dialect, key, end_key, times=times)
         if _is_path_to(rows, end):
             return rows
     return (yield from _walked_rows(dialect, session_id, end, _NO_LIMIT))
 
 
-def _rows_stored_up_to(dialect: str, session_id: str, leaf_key: int) -> Plan[Sequence[Any]]:
+def _rows_stored_up_to(
+    dialect: str, session_id: str, leaf_key: int, *, times: bool
+) -> Plan[Sequence[Any]]:
     """The rows of `_CHAIN_ROWS`, in the order stored."""
     params = {"session_id": session_id, "leaf_key": leaf_key}
     if dialect == "postgresql":
-        return sorted((yield _CHAIN_ROWS["postgresql"], params), key=itemgetter(_KEY))
-    return (yield _CHAIN_ROWS["sqlite"], params).all()
+        return sorted((yield _CHAIN_ROWS["postgresql", times], params), key=itemgetter(_KEY))
+    return (yield _CHAIN_ROWS["sqlite", times], params).all()
 
 
 def _newest_path_nodes(
@@ -866,7 +876,7 @@ def load_path(
         path = yield from _newest_path_nodes(dialect, session_id, leaf, min(last, _NO_LIMIT))
         return [node.turn for node in path]
     with paused_gc():
-        rows = yield from _whole_path_rows(dialect, session_id, leaf)
+        rows = yield from _whole_path_rows(dialect, session_id, leaf, times=False)
         return Turn._from_stored_texts([row[2] for row in rows])
 
 
