@@ -315,10 +315,13 @@ _INDEX_NODE_CHARS = Prepared(
 # 0019) instead; the write that brings the backlog to SEARCH_BACKLOG nodes indexes them all, in
 # one segment. Searches index the backlog first (a read-only store searches it in memory).
 SEARCH_BACKLOG = 256
+# The backlog's size comes back with the insert: one statement (on an asyncio connection, each
+# is a round trip to the driver's thread).
 _INTO_BACKLOG = Prepared(
     text(
-        "INSERT INTO nodes_fts_backlog (pk) "
-        "SELECT pk FROM nodes WHERE session_id = :session_id AND id = :node_id"
+        "INSERT INTO nodes_fts_backlog (pk) SELECT pk FROM nodes WHERE session_id = :session_id "
+        "AND id IN (SELECT value FROM json_each(:node_ids)) "
+        "RETURNING (SELECT count(*) FROM nodes_fts_backlog)"
     )
 )
 _BACKLOG_SIZE = Prepared(text("SELECT count(*) FROM nodes_fts_backlog"))
@@ -594,9 +597,8 @@ def insert_rows(
 def _defer_indexing(session_id: str, node_ids: Sequence[str]) -> Plan[None]:
     """Put a few new nodes in the full-text index's backlog; the write that fills it to
     `SEARCH_BACKLOG` indexes the whole backlog at once."""
-    keys = [{"session_id": session_id, "node_id": node_id} for node_id in node_ids]
-    yield _INTO_BACKLOG, keys[0] if len(keys) == 1 else keys
-    ((waiting,),) = yield _BACKLOG_SIZE, {}
+    listed = {"session_id": session_id, "node_ids": jsjson.dumps(list(node_ids))}
+    waiting = max((size for (size,) in (yield _INTO_BACKLOG, listed)), default=0)
     if waiting >= SEARCH_BACKLOG:
         yield from index_backlog()
 
