@@ -1,10 +1,12 @@
 """Full-text search over turns: SQLite FTS5, PostgreSQL tsvector with a GIN index.
 
-Every node has a search text (its text, thinking, tool names, tool inputs and outputs), indexed
-in the transaction that stores the node, so search is current after every append and import.
-SQLite derives the text from `turn_json` in the `node_search` view, over which the FTS5 table is
-external-content (the store fills it, triggers keep it on delete and update); PostgreSQL stores
-it in `nodes.search_text`, under an expression GIN index.
+Every node has a search text (its text, thinking, tool names, tool inputs and outputs), and a
+search finds every committed node. SQLite derives the text from `turn_json` in the `node_search`
+view, over which the FTS5 table is external-content (the store fills it, triggers keep it on
+delete and update); a write of a few nodes lists them in `nodes_fts_backlog` instead, which the
+write that fills it indexes at once (`plans.SEARCH_BACKLOG`), a store that can write indexes
+before it searches, and a read-only one matches in memory, with FTS5 itself. PostgreSQL stores
+the text in `nodes.search_text`, under an expression GIN index, current with every write.
 
 A query word holding characters of a script written without spaces (Chinese, Japanese, Thai, ...)
 is searched for inside words instead: `search_chars` makes each such character a word of its
