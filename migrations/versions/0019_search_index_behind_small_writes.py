@@ -4,8 +4,8 @@ write of fewer than `SEARCH_BACKLOG` nodes added without indexing them (FTS5 cos
 the backlog indexes it all at once, and searches index it first (a read-only store searches it in
 memory). The index's delete and update triggers leave backlog nodes alone (they are not in the
 index), the delete trigger takes a deleted node off the backlog, and one given another key keeps
-its place in it. PostgreSQL's index is an
-expression index, current with every write: nothing changes there.
+its place in it. PostgreSQL's index is an expression index, current with every write: nothing
+changes there.
 
 Revision ID: 0019
 Revises: 0018
