@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 
 from memstore import ReadOnlyStoreError, SessionStore
-from memstore.store.plans import SEARCH_BACKLOG
+from memstore.store.plans import LONG_TEXT, SEARCH_BACKLOG
 
 from .test_query import check_fts
 from .test_reliability_crash import sql
@@ -202,3 +202,16 @@ def test_index_search_backlog_indexes_what_waits(
         check_fts(database_url)
     with pytest.raises(ReadOnlyStoreError):
         open_store(read_only=True).index_search_backlog()
+
+
+def test_a_long_text_in_the_backlog_is_indexed_by_itself(sqlite_url: str) -> None:
+    store = SessionStore(sqlite_url)
+    try:
+        long_text = "filler " * (LONG_TEXT // 7 + 1) + "farewell"
+        store.session("s").append(turn(long_text))
+        assert backlog(sqlite_url) == 1
+        assert store.index_search_backlog() == 1
+        check_fts(sqlite_url)
+        assert [hit.session_id for hit in store.search("farewell")] == ["s"]
+    finally:
+        store.close()

@@ -304,7 +304,7 @@ _INDEX_CHARS = Prepared(text(_INDEXED_TEXTS.format(table="nodes_fts_chars", colu
 # A long text is indexed by itself, bound as it is: through JSON, SQLite copied it about eight
 # times (json_each's value, then `->>`), 260 MB for a 30 MB turn.
 _INDEXED_TEXT = """INSERT INTO {table} (rowid, {column})
-SELECT pk, :text FROM nodes WHERE session_id = :session_id AND id = :node_id"""
+SELECT pk, :text FROM nodes WHERE session_id = :session_id AND id = :key"""
 _INDEX_NODE = Prepared(text(_INDEXED_TEXT.format(table="nodes_fts", column="search_text")))
 _INDEX_NODE_CHARS = Prepared(
     text(_INDEXED_TEXT.format(table="nodes_fts_chars", column="search_chars"))
@@ -334,7 +334,7 @@ _INDEX_KEYS = Prepared(
         "SELECT t.value ->> '$[0]', t.value ->> '$[1]' FROM json_each(:texts) AS t"
     )
 )
-_INDEX_KEY = Prepared(text("INSERT INTO nodes_fts (rowid, search_text) VALUES (:pk, :text)"))
+_INDEX_KEY = Prepared(text("INSERT INTO nodes_fts (rowid, search_text) VALUES (:key, :text)"))
 _EMPTY_BACKLOG = Prepared(text("DELETE FROM nodes_fts_backlog"))
 LONG_TEXT = 1 << 20
 """Characters from which a node's search text is indexed by itself, not in its batch's JSON."""
@@ -589,9 +589,9 @@ def insert_rows(
             yield from _defer_indexing(session_id, [row["id"] for row in node_rows])
         else:
             texts = [(row["id"], row["search_text"]) for row in node_rows]
-            yield from _index(session_id, texts, _INDEX_NODES, _INDEX_NODE)
+            yield from _index(texts, _INDEX_NODES, _INDEX_NODE, session_id=session_id)
         chars = [(row["id"], row["search_chars"]) for row in node_rows if row["search_chars"]]
-        yield from _index(session_id, chars, _INDEX_CHARS, _INDEX_NODE_CHARS)
+        yield from _index(chars, _INDEX_CHARS, _INDEX_NODE_CHARS, session_id=session_id)
 
 
 def _defer_indexing(session_id: str, node_ids: Sequence[str]) -> Plan[None]:
@@ -609,12 +609,7 @@ def index_backlog() -> Plan[int]:
     derives the same text, four times as slowly."""
     rows: list[tuple[int, str]] = list((yield _BACKLOG_TURNS, {}))
     texts = [(pk, search_text(jsjson.loads(turn_json))) for pk, turn_json in rows]
-    short = [(pk, words) for pk, words in texts if len(words) < LONG_TEXT]
-    if short:
-        yield _INDEX_KEYS, {"texts": jsjson.dumps(short)}
-    for pk, words in texts:
-        if len(words) >= LONG_TEXT:
-            yield _INDEX_KEY, {"pk": pk, "text": words}
+    yield from _index(texts, _INDEX_KEYS, _INDEX_KEY)
     yield _EMPTY_BACKLOG, {}
     return len(rows)
 
@@ -626,16 +621,16 @@ def backlog_waiting() -> Plan[bool]:
 
 
 def _index(
-    session_id: str, texts: Sequence[tuple[str, str]], batch: Prepared, one: Prepared
+    texts: Sequence[tuple[str | int, str]], batch: Prepared, one: Prepared, **common: str
 ) -> Plan[None]:
-    """Add the nodes' texts (id, text) to a SQLite full-text index: the short ones in one
-    statement, each long one by itself."""
-    short = [(node_id, words) for node_id, words in texts if len(words) < LONG_TEXT]
+    """Add nodes' texts (node id or key, text) to a SQLite full-text index: the short ones in
+    one statement, each long one by itself; `common`: the statements' other parameters."""
+    short = [(key, words) for key, words in texts if len(words) < LONG_TEXT]
     if short:
-        yield batch, {"session_id": session_id, "texts": jsjson.dumps(short)}
-    for node_id, words in texts:
+        yield batch, {**common, "texts": jsjson.dumps(short)}
+    for key, words in texts:
         if len(words) >= LONG_TEXT:
-            yield one, {"session_id": session_id, "node_id": node_id, "text": words}
+            yield one, {**common, "key": key, "text": words}
 
 
 def load_session(session_id: str) -> Plan[SessionGraph]:

@@ -192,7 +192,7 @@ def _phrase_search(
     else:
         found = [_sqlite_phrase_matches(words, unspaced)]
         if words and backlog:  # the backlog's turns are not in `nodes_fts`: match them here
-            ranks = matches_in_memory(backlog, fts5_query(" ".join(words)))
+            ranks = _matches_in_memory(backlog, fts5_query(" ".join(words)))
             found.append(_sqlite_phrase_matches(words, unspaced, ranks))
         for index, statement in enumerate(found):
             if session_id is not None:
@@ -321,7 +321,7 @@ def _backlog_texts() -> Plan[dict[int, str]]:
     return {pk: _text(found) for pk, found in rows}
 
 
-def matches_in_memory(texts: Mapping[int, str], query: str) -> dict[int, float]:
+def _matches_in_memory(texts: Mapping[int, str], query: str) -> dict[int, float]:
     """The keys of the `texts` that FTS5 `query` matches, with their rank (higher is better),
     found by SQLite's FTS5 itself in a private in-memory index (ranked among these texts)."""
     with closing(sqlite3.connect(":memory:")) as memory:
@@ -335,7 +335,7 @@ def _backlog_hits(
     backlog: Mapping[int, str], query: str, session_id: str | None
 ) -> Plan[list[SearchHit]]:
     """The hits among the backlog's turns, which `nodes_fts` does not hold yet."""
-    ranks = matches_in_memory(backlog, fts5_query(query))
+    ranks = _matches_in_memory(backlog, fts5_query(query))
     if not ranks:
         return []
     statement = select(*_HIT_COLUMNS, nodes.c.pk).where(
