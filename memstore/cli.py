@@ -241,6 +241,33 @@ def db_current(
         raise typer.Exit(1)
 
 
+@db_app.command("clean-imports")
+@friendly_errors
+def db_clean_imports(
+    ctx: typer.Context,
+    force: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--force",
+            metavar="SESSION",
+            help="Take SESSION over whatever its import's state (repeatable): for an importer "
+            "that cannot be reached; if it still runs, it fails.",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Delete the partial imports (SQLite) whose process no longer runs, which stay hidden
+    until deleted; opening the database for writing does it too."""
+    with open_store(ctx, read_only=True):
+        pass  # a database that is not ready: one line saying what to run, nothing created
+    with open_store(ctx, auto_migrate=False) as store:  # opening cleans nothing: this reports all
+        cleaned = store.clean_abandoned_imports(force=force or [])
+    for session_id in cleaned:
+        out.print(f"deleted the partial import of session {escape(repr(session_id))}")
+    if not cleaned:
+        out.print("no abandoned imports")
+
+
 class ImportSource(enum.StrEnum):
     """Which kind of session file `memstore import` reads."""
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Collection, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -206,22 +206,22 @@ class AsyncSessionStore:
                         await self._upgrade_if_needed()
                 self._opened = True
                 if not self.read_only and self.dialect == "sqlite":
-                    await self.clean_abandoned_imports()
+                    with importing.reported_if_not_cleaned():
+                        await self.clean_abandoned_imports()
             except BaseException:
                 await self.close()  # no connection left open behind a store that never opened
                 raise
         self._opened = True
         return self
 
-    async def clean_abandoned_imports(self) -> list[str]:
+    async def clean_abandoned_imports(self, *, force: Collection[str] = ()) -> list[str]:
         """See `SessionStore.clean_abandoned_imports`."""
-        found = await self._run(
-            importing.abandoned_imports(), write=False, action="opening the store"
-        )
+        plan = importing.abandoned_imports(self.dialect, force)
+        found = await self._run(plan, write=False, action="looking for abandoned imports")
         if not found:
             return []
-        plan = importing.clean_abandoned(found)
-        return await self._run(plan, write=True, action="deleting abandoned imports")
+        cleaning = importing.clean_abandoned(self.dialect, found)
+        return await self._run(cleaning, write=True, action=importing.deleting(found))
 
     async def _check_ready(self) -> None:
         """See `SessionStore`'s read_only: SQLite's check runs on its own driver, in a thread."""

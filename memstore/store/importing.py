@@ -3,18 +3,19 @@
 SQLite has one write lock for the whole database: an import in one transaction made every other
 writer wait for the whole file (a 700 MB file: longer than the busy timeout, so appends to other
 sessions failed). So on SQLite an import into a session that does not exist yet marks the
-session's row with its owner (`sessions.importing`: host, process id and start, a token of its
-own) and commits every CHUNK_SECONDS of work; after each commit the store's driver leaves the
-lock free for a moment (`engine.LOCK_GAP_SECONDS`), which the import spends reading and parsing
-the next lines. A file imported within the first CHUNK_SECONDS is one transaction, as before.
-Until the last transaction clears the mark (with the head), every read treats the session as
-absent and every write to it is refused (`SessionImportingError`, naming the importing process).
+session's row with its owner (`sessions.importing`: host, process id, a token of its own) and
+commits every CHUNK_SECONDS of work; after each commit the store's driver leaves the lock free
+for a moment (`engine.LOCK_GAP_SECONDS`), which the import spends reading and parsing the next
+lines. A file imported within the first CHUNK_SECONDS is one transaction, as before. Until the
+last transaction clears the mark (with the head), every read treats the session as absent and
+every write to it is refused (`SessionImportingError`, naming the importing process).
 
-An import that is refused or fails deletes what it wrote, DELETE_ROWS rows a transaction. One
-whose process died (SIGKILL, power) is deleted by the next store that opens the database for
-writing, or by the next import of that session: SQLite is local, so an owner on this host is
-alive exactly when its process (same id, same start time) is, or, in this process, while its
-import runs. An owner on another host (a shared file system) is never presumed dead.
+An import that is refused or fails deletes what it wrote, DELETE_ROWS rows a transaction. While
+it runs it holds its token's lock (`import_locks`); one whose lock is free (its process died, or
+the mark is damaged) is deleted by the next store that opens the database for writing, or by the
+next import of that session. Opening still works when that deleting fails (a full disk): it says
+so once and the next opening tries again. `clean_abandoned_imports(force=...)` takes over an
+import whose process cannot be reached. Where no lock can be held, imports stay one transaction.
 
 Imports into a session that holds rows already stay one transaction, as do PostgreSQL's (its
 row locks keep writers of other sessions free).
@@ -22,12 +23,17 @@ row locks keep writers of other sessions free).
 
 from __future__ import annotations
 
+import logging
 import time
+from collections.abc import Collection, Iterator
+from contextlib import contextmanager
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import delete, insert, select, text, update
 
+from memstore.errors import DatabaseError, InvalidArgumentError
 from memstore.store.engine import LOCK_GAP_SECONDS
-from memstore.store.owners import ImportOwner, refusal, release, running_as
+from memstore.store.import_locks import hold, running
+from memstore.store.owners import ImportOwner, refusal, release, token_of
 from memstore.store.plans import COMMIT, ROLLBACK, Plan, now_ms
 from memstore.store.tables import IN_STORED_ORDER, nodes, records, sessions
 
@@ -40,8 +46,12 @@ __all__ = [
     "claim_new_session",
     "clean_abandoned",
     "complete",
+    "deleting",
     "discard",
+    "reported_if_not_cleaned",
 ]
+
+logger = logging.getLogger(__name__)
 
 CHUNK_SECONDS = 1.0
 """How long a chunked import keeps SQLite's write lock before it commits (and lets others in)."""
@@ -49,29 +59,36 @@ DELETE_ROWS = 5000
 """Rows deleted per transaction when an import is undone."""
 
 
+def database_file(dialect: str) -> Plan[str]:
+    """The SQLite file the connection writes ("" for an in-memory database, or PostgreSQL)."""
+    if dialect != "sqlite":
+        return ""
+    for row in (yield text("PRAGMA database_list")):
+        if row[1] == "main":
+            return str(row[2] or "")
+    return ""
+
+
 def claim_new_session(session_id: str, owner: ImportOwner) -> Plan[bool]:
     """Mark the session as being imported by `owner`, if it does not exist (True); False when
-    it holds rows already (the import is incremental: one transaction). A partial import whose
-    owner is gone is deleted first.
+    it holds rows already (the import is incremental: one transaction), or when `owner` cannot
+    hold its lock (see `import_locks`). A partial import whose owner is gone is deleted first.
 
     Raises:
         SessionImportingError: a live import of the session runs.
     """
+    database = yield from database_file("sqlite")
     row = (yield select(sessions.c.importing).where(sessions.c.id == session_id)).first()
     if row is not None and row.importing is not None:
-        found = ImportOwner.parse(row.importing)
-        if (
-            found is None
-            or found.alive()
-            or not (yield from _take_over(session_id, row.importing, owner))
+        if running(token_of(row.importing), database) or not (
+            yield from _take_over(session_id, row.importing, database)
         ):
-            raise refusal(session_id, found)
+            raise refusal(session_id, row.importing)
         return (yield from claim_new_session(session_id, owner))  # unless another claimed it
-    if row is not None:
+    if row is not None or not hold(owner.token, database):
         return False
     now = now_ms()
     values = {"id": session_id, "created_at": now, "updated_at": now, "importing": owner.marker}
-    running_as(owner)
     yield insert(sessions).values(values)  # committed with the first chunk
     return True
 
@@ -109,8 +126,9 @@ def complete(session_id: str, owner: ImportOwner, values: dict[str, object]) -> 
         .where(sessions.c.id == session_id, sessions.c.importing == owner.marker)
         .values(importing=None, **values)
     )
-    if done.rowcount != 1:  # only a cleanup that took this live import for dead could do this
+    if done.rowcount != 1:  # only a take-over (forced, or of a lock not shared) does this
         raise refusal(session_id, None)
+    yield COMMIT  # before the import lets go of its lock (see `import_locks`)
 
 
 def discard(session_id: str, owner: ImportOwner) -> Plan[None]:
@@ -138,43 +156,78 @@ def abandon(session_id: str, owner: ImportOwner) -> Plan[None]:
     yield from discard(session_id, owner)
 
 
-def _take_over(session_id: str, marker: str, owner: ImportOwner) -> Plan[bool]:
-    """Delete a partial import whose owner is gone, as `owner` (so that no other cleaner or
-    import works on it meanwhile); False when another got to it first."""
-    running_as(owner)
+def _take_over(session_id: str, marker: str, database: str) -> Plan[bool]:
+    """Delete a partial import whose owner is gone, marking it as this cleaner's first (so that
+    no other cleaner or import works on it meanwhile); False when another got to it first."""
+    cleaner = ImportOwner.mine()
+    hold(cleaner.token, database)  # without it, another cleaner may help: no harm
     try:
         taken = yield (
             update(sessions)
             .where(sessions.c.id == session_id, sessions.c.importing == marker)
-            .values(importing=owner.marker)
+            .values(importing=cleaner.marker)
         )
         yield COMMIT
         if taken.rowcount != 1:
             return False
-        yield from discard(session_id, owner)
+        yield from discard(session_id, cleaner)
         return True
     finally:
-        release(owner)
+        release(cleaner)
 
 
-def abandoned_imports() -> Plan[list[tuple[str, str]]]:
-    """The (session id, mark) of every partial import whose owner is gone."""
+def abandoned_imports(dialect: str, force: Collection[str] = ()) -> Plan[list[tuple[str, str]]]:
+    """The (session id, mark) of every partial import whose owner no longer runs, and of the
+    sessions `force` names whatever their owner.
+
+    Raises:
+        InvalidArgumentError: `force` names a session that is not being imported.
+    """
+    if isinstance(force, str):
+        raise InvalidArgumentError(f"force takes a list of session ids, not the string {force!r}")
+    database = yield from database_file(dialect)
     rows = yield select(sessions.c.id, sessions.c.importing).where(
         sessions.c.importing.is_not(None)
     )
-    found: list[tuple[str, str]] = []
-    for session_id, marker in rows:
-        owner = ImportOwner.parse(marker)
-        if owner is not None and not owner.alive():
-            found.append((session_id, marker))
-    return found
+    marks: dict[str, str] = {row.id: row.importing for row in rows}
+    for session_id in force:
+        if session_id not in marks:
+            raise InvalidArgumentError(
+                f"session {session_id!r} is not being imported: there is no import to take over"
+            )
+    return [
+        (session_id, marker)
+        for session_id, marker in marks.items()
+        if session_id in force or not running(token_of(marker), database)
+    ]
 
 
-def clean_abandoned(abandoned: list[tuple[str, str]]) -> Plan[list[str]]:
+def clean_abandoned(dialect: str, abandoned: list[tuple[str, str]]) -> Plan[list[str]]:
     """Delete the partial imports `abandoned` lists (see `abandoned_imports`); returns the ids
     of the sessions deleted."""
+    database = yield from database_file(dialect)
     cleaned: list[str] = []
     for session_id, marker in abandoned:
-        if (yield from _take_over(session_id, marker, ImportOwner.mine())):
+        if (yield from _take_over(session_id, marker, database)):
             cleaned.append(session_id)
     return cleaned
+
+
+def deleting(abandoned: list[tuple[str, str]]) -> str:
+    """What cleaning `abandoned` does, as an error names it."""
+    names = ", ".join(repr(session_id) for session_id, _ in abandoned)
+    return f"deleting the partial imports of {len(abandoned)} session(s) ({names})"
+
+
+@contextmanager
+def reported_if_not_cleaned() -> Iterator[None]:
+    """Opening a store for writing works even when deleting abandoned imports fails (a full
+    disk): the failure is logged once, the imports stay hidden, and the next opening retries."""
+    try:
+        yield
+    except DatabaseError as error:
+        logger.warning(
+            "%s; they stay hidden, and the next store opened for writing deletes them (or "
+            "`memstore db clean-imports`)",
+            error,
+        )

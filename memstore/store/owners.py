@@ -1,7 +1,8 @@
-"""Who is importing a session (`sessions.importing`), and whether that import still runs.
+"""Who is importing a session (`sessions.importing`), for the messages that name it.
 
 See `memstore.store.importing`: SQLite commits an import of a new session as it goes, marking
-the session's row with its owner until it completes.
+the session's row with its owner until it completes. Whether that import still runs is asked of
+the kernel (`memstore.store.import_locks`), by the mark's token; its host and pid are only told.
 """
 
 from __future__ import annotations
@@ -9,28 +10,14 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shlex
 import socket
-import threading
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 from memstore.errors import SessionImportingError
+from memstore.store.import_locks import is_token, let_go
 
-__all__ = ["ImportOwner", "refusal", "refuse_if_importing", "release", "running_as"]
-
-_running: set[str] = set()  # the tokens of this process's imports (and cleanups) in progress
-_running_lock = threading.Lock()
-
-
-def _process_start(pid: int) -> str | None:
-    """When process `pid` started (Linux: clock ticks since boot), or None where unknown; "Z"
-    for a zombie (dead, not yet reaped)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat[stat.rindex(")") + 2 :].split()
-    return "Z" if fields[0] == "Z" else fields[19]
+__all__ = ["ImportOwner", "refusal", "refuse_if_importing", "release"]
 
 
 @dataclass(frozen=True)
@@ -39,22 +26,12 @@ class ImportOwner:
 
     host: str
     pid: int
-    started: str | None
     token: str
 
     @classmethod
     def mine(cls) -> ImportOwner:
         """A new owner: this process, and a token of its own."""
-        pid = os.getpid()
-        return cls(socket.gethostname(), pid, _process_start(pid), secrets.token_hex(8))
-
-    @classmethod
-    def parse(cls, marker: str) -> ImportOwner | None:
-        """The owner a `sessions.importing` value names (None: not one memstore wrote)."""
-        try:
-            return cls(**json.loads(marker))
-        except (ValueError, TypeError):
-            return None
+        return cls(socket.gethostname(), os.getpid(), secrets.token_hex(8))
 
     @property
     def marker(self) -> str:
@@ -64,46 +41,50 @@ class ImportOwner:
     def __str__(self) -> str:
         return f"process {self.pid} on {self.host}"
 
-    def alive(self) -> bool:
-        """Whether the import may still be running (see the module docstring)."""
-        if self.host != socket.gethostname():
-            return True  # another machine's process: nothing here can tell
-        if self.pid == os.getpid() and self.started == _process_start(self.pid):
-            with _running_lock:
-                return self.token in _running
-        try:
-            os.kill(self.pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            pass  # another user's process: it exists
-        started = _process_start(self.pid)
-        return started != "Z" and (self.started is None or started in (None, self.started))
+
+def _fields(marker: str) -> dict[str, object]:
+    """A mark's fields; none for one that is not a JSON object (not memstore's, or damaged)."""
+    try:
+        fields = json.loads(marker)
+    except ValueError:
+        return {}
+    return fields if isinstance(fields, dict) else {}
 
 
-def running_as(owner: ImportOwner) -> None:
-    """Count `owner` as running in this process (until `release`)."""
-    with _running_lock:
-        _running.add(owner.token)
+def token_of(marker: str) -> str | None:
+    """The token of the import a mark names (None: it names none, so no import can hold it)."""
+    token = _fields(marker).get("token")
+    return token if is_token(token) else None
 
 
-def release(owner: ImportOwner) -> None:
-    """Forget `owner` as running in this process (its import ended, one way or another)."""
-    with _running_lock:
-        _running.discard(owner.token)
+def importer(marker: str | None) -> str:
+    """The importer a mark names, as a message tells it: whatever its fields hold."""
+    if marker is None:
+        return "another process"
+    fields = _fields(marker)
+    if token_of(marker) is None:
+        return f"an import whose mark memstore cannot read ({marker[:80]!r})"
+    return f"process {fields.get('pid')!s:.20} on {fields.get('host')!s:.80}"
 
 
-def refusal(session_id: str, owner: ImportOwner | None) -> SessionImportingError:
-    """The error for a write to a session `owner` is importing."""
-    who = str(owner) if owner is not None else "another process"
+def refusal(session_id: str, marker: str | None) -> SessionImportingError:
+    """The error for a write to a session an import has marked (`marker`: its mark)."""
+    command = f"memstore db clean-imports --force {shlex.quote(session_id)}"
     return SessionImportingError(
-        f"session {session_id!r} is being imported by {who}: it cannot be written until that "
-        "import completes (it is absent until then); wait for it, or stop that process (its "
-        "partial import is then deleted)"
+        f"session {session_id!r} is being imported by {importer(marker)}: it cannot be written "
+        "until that import completes (it is absent until then). Wait for it; if that process "
+        "has ended, `memstore db clean-imports` deletes what it wrote; if it cannot be reached "
+        f"(another machine, a hung process), `{command}` takes the session over (its partial "
+        "import is deleted)"
     )
 
 
 def refuse_if_importing(session_id: str, marker: str | None) -> None:
     """Raise SessionImportingError when a session's `importing` value says an import runs."""
     if marker is not None:
-        raise refusal(session_id, ImportOwner.parse(marker))
+        raise refusal(session_id, marker)
+
+
+def release(owner: ImportOwner) -> None:
+    """Forget `owner` as running in this process (its import ended, one way or another)."""
+    let_go(owner.token)

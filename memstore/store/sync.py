@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -177,20 +177,31 @@ class SessionStore:
                     else:
                         upgrade(self.engine, only_if_needed=True)
                 if not read_only and self.dialect == "sqlite":
-                    self.clean_abandoned_imports()
+                    with importing.reported_if_not_cleaned():
+                        self.clean_abandoned_imports()
             except BaseException:
                 self.close()  # no connection left open behind a store that never opened
                 raise
 
-    def clean_abandoned_imports(self) -> list[str]:
-        """Delete what imports whose process died left (SQLite commits an import of a new
+    def clean_abandoned_imports(self, *, force: Collection[str] = ()) -> list[str]:
+        """Delete what imports that no longer run left (SQLite commits an import of a new
         session as it goes, invisible until complete); returns the sessions' ids. Opening a
-        store for writing does it."""
-        found = self._run(importing.abandoned_imports(), write=False, action="opening the store")
+        store for writing does it (and only logs a failure: a full disk must not stop reads).
+
+        Args:
+            force: sessions to take over whatever their import's state: one whose process
+                cannot be reached (another machine, a hung process). A forced import that still
+                runs fails.
+
+        Raises:
+            InvalidArgumentError: `force` names a session that is not being imported.
+        """
+        plan = importing.abandoned_imports(self.dialect, force)
+        found = self._run(plan, write=False, action="looking for abandoned imports")
         if not found:
             return []
-        plan = importing.clean_abandoned(found)
-        return self._run(plan, write=True, action="deleting abandoned imports")
+        cleaning = importing.clean_abandoned(self.dialect, found)
+        return self._run(cleaning, write=True, action=importing.deleting(found))
 
     def _writable(self, action: str) -> None:
         """Refuse a write through a store opened for reading only."""
