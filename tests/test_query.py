@@ -596,3 +596,15 @@ def test_a_limited_query_reads_only_its_rows_of_a_huge_result(database_url: str)
     before, after, rows, truncated = done.stdout.split()
     assert (rows, truncated) == ("5", "True")
     assert int(after) - int(before) < 50, done.stdout  # not the 300 MB result
+
+
+def test_a_postgresql_query_without_rows_runs_once(postgres_url: str) -> None:
+    """Its columns are learnt by describing it, not by running it again (which doubled its time
+    and its side effects): 1.5 s of sleep takes 1.5 s, not 3."""
+    slept = "SELECT 1 AS one, 'x' AS \"two words\" FROM pg_sleep(1.5) WHERE random() < 0"
+    with SessionStore(postgres_url) as store:
+        started = time.monotonic()
+        result = store.read_only_query(slept, timeout=60)
+        elapsed = time.monotonic() - started
+    assert (result.columns, result.rows, result.truncated) == (["one", "two words"], [], False)
+    assert elapsed < 2.6, f"{elapsed:.2f} s: the query ran more than once"

@@ -125,12 +125,33 @@ def _stream(cursor: Any, sql: str, limit: int) -> QueryResult:
                 break
     finally:
         stream.close()  # psycopg cancels the statement on the server and drains what it sent
-    if not rows:  # a stream names no columns without a row: run it again, it holds no rows
-        cursor.execute("ROLLBACK TO SAVEPOINT memstore_query")
-        cursor.execute(sql, prepare=True)  # a prepared statement, too, holds one statement
-        return _fetch(cursor, limit)
+    if not rows:  # a stream names no columns without a row: ask the server to describe it
+        return QueryResult(_described_columns(cursor.connection, sql), [], False)
     columns = [str(description[0]) for description in cursor.description]
     return QueryResult(columns, rows[:limit], len(rows) > limit)
+
+
+def _described_columns(driver: Any, sql: str) -> list[str]:
+    """The columns of `sql`, learnt by preparing and describing it, which does not run it again
+    (a second run would double its time and its side effects)."""
+    encoding = driver.info.encoding
+    name = b"memstore_query_columns"
+    _refuse_failed(driver.pgconn.prepare(name, sql.encode(encoding)))
+    description = driver.pgconn.describe_prepared(name)
+    _refuse_failed(description)
+    if description.nfields == 0:
+        raise QueryError(_NO_ROWS)
+    columns = [description.fname(index).decode(encoding) for index in range(description.nfields)]
+    driver.execute("DEALLOCATE memstore_query_columns")
+    return columns
+
+
+def _refuse_failed(result: Any) -> None:
+    """Raise the server's error in a libpq result, as one line."""
+    import psycopg
+
+    if result.status == psycopg.pq.ExecStatus.FATAL_ERROR:
+        raise QueryError(_explain(result.get_error_message().strip()))
 
 
 def sqlite_temp_bytes() -> int | None:
