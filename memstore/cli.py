@@ -822,6 +822,10 @@ def sql(
             min=0.001, help="SQLite: stop the query once its temporary files pass this many MB."
         ),
     ] = 500.0,
+    max_memory_mb: Annotated[
+        float,
+        typer.Option(min=0.001, help="SQLite: stop the query once its memory passes this many MB."),
+    ] = 500.0,
     read_url: Annotated[
         str | None,
         typer.Option(
@@ -842,6 +846,7 @@ def sql(
                 timeout=timeout,
                 read_url=read_url,
                 max_temp_mb=max_temp_mb,
+                max_memory_mb=max_memory_mb,
             )
         except KeyboardInterrupt:
             err.print("[red]error:[/red] the query was stopped (Ctrl-C)", highlight=False)

@@ -51,6 +51,7 @@ from memstore.store.plans import (
 )
 from memstore.store.prepared import Prepared, PreparedRows
 from memstore.store.readonly import (
+    DEFAULT_MEMORY_MB,
     DEFAULT_QUERY_SECONDS,
     DEFAULT_TEMP_MB,
     QueryResult,
@@ -587,6 +588,7 @@ class AsyncSessionStore:
         timeout: float = DEFAULT_QUERY_SECONDS,
         read_url: str | None = None,
         max_temp_mb: float = DEFAULT_TEMP_MB,
+        max_memory_mb: float = DEFAULT_MEMORY_MB,
     ) -> QueryResult:
         """See `SessionStore.read_only_query`."""
         # The read-only machinery speaks the sync drivers' APIs: run it on a sync engine of
@@ -601,6 +603,7 @@ class AsyncSessionStore:
                 timeout=timeout,
                 read_url=read_url,
                 max_temp_mb=max_temp_mb,
+                max_memory_mb=max_memory_mb,
             )
 
     async def session(self, session_id: str) -> AsyncSessionHandle:
