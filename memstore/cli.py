@@ -790,6 +790,9 @@ def search(
     if as_json:
         emit_json([json_record(hit) for hit in hits])
         return
+    if not hits:
+        out.print("no matches", highlight=False)
+        return
     rows = [
         (
             hit.session_id,

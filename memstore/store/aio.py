@@ -255,6 +255,10 @@ class AsyncSessionStore:
         if self._sync_engine is not None:
             self._sync_engine.dispose()
 
+    async def aclose(self) -> None:
+        """Release the engine's connections (`close`, under the name asyncio code expects)."""
+        await self.close()
+
     async def __aenter__(self) -> AsyncSessionStore:
         return await self.open()
 
