@@ -667,7 +667,10 @@ def list_sessions(
     headers = ("session", "agent", "nodes", "branches", "updated (UTC)", "head", "title")
     copyable = (True, True, True, True, True, True, False)
     spare = ("branches", "agent")  # left out on a narrow terminal; --json always has them
-    out.print(data_table(headers, rows, copyable=copyable, width=out.width, spare=spare))
+    table = data_table(
+        headers, rows, copyable=copyable, width=out.width, spare=spare, one_line=("title",)
+    )
+    out.print(table)
 
 
 def _session_json(info: SessionInfo) -> dict[str, Any]:

@@ -44,3 +44,16 @@ def test_a_search_without_hits_says_no_matches(sqlite_url: str) -> None:
     SessionStore(sqlite_url).close()
     result = CliRunner().invoke(app, ["--db", sqlite_url, "search", "nothing"])
     assert (result.exit_code, result.stdout) == (0, "no matches\n")
+
+
+def test_a_long_title_keeps_its_session_on_one_line_at_80_columns(sqlite_url: str) -> None:
+    with SessionStore(sqlite_url) as store:
+        for session, title in (("s", "a long title " * 100), ("t", "short")):
+            store.append(session, {"role": "user", "blocks": [{"kind": "text", "text": "hi"}]})
+            store.update_session(session, title=title)
+    result = CliRunner().invoke(app, ["--db", sqlite_url, "sessions"], env={"COLUMNS": "80"})
+    lines = result.stdout.splitlines()
+    assert result.exit_code == 0
+    assert len(lines) == 4, result.stdout  # header, rule, one line per session
+    assert all(len(line) <= 80 for line in lines)
+    assert any(line.endswith("…") for line in lines)
