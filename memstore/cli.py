@@ -694,7 +694,10 @@ def list_sessions(
     headers = ("session", "agent", "nodes", "branches", "updated (UTC)", "head", "title")
     copyable = (True, True, True, True, True, True, False)
     spare = ("branches", "agent")  # left out on a narrow terminal; --json always has them
-    out.print(data_table(headers, rows, copyable=copyable, width=out.width, spare=spare))
+    table = data_table(
+        headers, rows, copyable=copyable, width=out.width, spare=spare, one_line=("title",)
+    )
+    out.print(table)
 
 
 def _session_json(info: SessionInfo) -> dict[str, Any]:
@@ -817,6 +820,9 @@ def search(
     if as_json:
         emit_json([json_record(hit) for hit in hits])
         return
+    if not hits:
+        out.print("no matches", highlight=False)
+        return
     rows = [
         (
             hit.session_id,
@@ -849,6 +855,10 @@ def sql(
             min=0.001, help="SQLite: stop the query once its temporary files pass this many MB."
         ),
     ] = 500.0,
+    max_memory_mb: Annotated[
+        float,
+        typer.Option(min=0.001, help="SQLite: stop the query once its memory passes this many MB."),
+    ] = 500.0,
     read_url: Annotated[
         str | None,
         typer.Option(
@@ -869,6 +879,7 @@ def sql(
                 timeout=timeout,
                 read_url=read_url,
                 max_temp_mb=max_temp_mb,
+                max_memory_mb=max_memory_mb,
             )
         except KeyboardInterrupt:
             err.print("[red]error:[/red] the query was stopped (Ctrl-C)", highlight=False)

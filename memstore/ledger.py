@@ -77,6 +77,9 @@ class SnapshotAccumulator:
     def __init__(self) -> None:
         self._snapshot: RunSnapshot | None = None
 
+    def __repr__(self) -> str:
+        return f"SnapshotAccumulator(snapshot={self._snapshot!r})"
+
     def observe(self, event: RunEvent) -> None:
         """Fold one event in; events that carry no snapshot are ignored."""
         if isinstance(event, SnapshotEvent | SettledEvent | FaultedEvent):

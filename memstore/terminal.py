@@ -129,12 +129,15 @@ def data_table(
     width: int,
     title: str | None = None,
     spare: Sequence[str] = (),
+    one_line: Sequence[str] = (),
 ) -> Table:
     """A table that never cuts a copyable cell (an id, a number, a time) with an ellipsis.
 
     Copyable columns are shown whole when they fit `width` beside a narrow share for each text
     column (text columns wrap). When they do not, the `spare` columns are left out, in the order
     given, until they do; when even that is not enough, every column folds onto more lines.
+    The `one_line` columns (a title) keep one line, cut with an ellipsis: a long one does not
+    make its row tall.
     """
     columns = list(range(len(headers)))
     widths = [
@@ -151,6 +154,7 @@ def data_table(
     headers = [headers[index] for index in columns]
     widths = [widths[index] for index in columns]
     copyable = [copyable[index] for index in columns]
+    cut = [header in one_line for header in headers]
     rows = [[row[index] for index in columns] for row in rows]
     table = Table(title=title, show_edge=False, pad_edge=False)
     for header, size, copy in zip(headers, widths, copyable, strict=True):
@@ -161,8 +165,15 @@ def data_table(
         else:
             table.add_column(header, overflow="fold")
     for row in rows:
-        table.add_row(*(Text(cell) for cell in row))
+        table.add_row(*(_cell(text, single) for text, single in zip(row, cut, strict=True)))
     return table
+
+
+def _cell(text: str, one_line: bool) -> Text:
+    """A table cell: on one line cut with an ellipsis, or wrapping as its column says."""
+    if one_line:
+        return Text(text.replace("\n", " "), no_wrap=True, overflow="ellipsis")
+    return Text(text)
 
 
 def _fits(

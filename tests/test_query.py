@@ -562,21 +562,26 @@ def test_ctrl_c_stops_a_query_at_once_with_one_line_and_cancels_it_on_the_server
         assert queries_running(database_url, marker) == 0
 
 
-LIMITED = """
+PEAK_MB = """
 import sys
 from memstore import SessionStore
+from memstore.errors import QueryError
 
 def peak_mb():
     for line in open("/proc/self/status"):
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) // 1024
-
+"""
+LIMITED = (
+    PEAK_MB
+    + """
 with SessionStore(sys.argv[1]) as store:
     store.read_only_query("SELECT 1")
     before = peak_mb()
     result = store.read_only_query(sys.argv[2], limit=5, timeout=120)
     print(before, peak_mb(), len(result.rows), result.truncated)
 """
+)
 
 
 def test_a_limited_query_reads_only_its_rows_of_a_huge_result(database_url: str) -> None:
@@ -596,3 +601,82 @@ def test_a_limited_query_reads_only_its_rows_of_a_huge_result(database_url: str)
     before, after, rows, truncated = done.stdout.split()
     assert (rows, truncated) == ("5", "True")
     assert int(after) - int(before) < 50, done.stdout  # not the 300 MB result
+
+
+def test_a_postgresql_query_without_rows_runs_once(postgres_url: str) -> None:
+    """Its columns are learnt by describing it, not by running it again (which doubled its time
+    and its side effects): 1.5 s of sleep takes 1.5 s, not 3."""
+    slept = "SELECT 1 AS one, 'x' AS \"two words\" FROM pg_sleep(1.5) WHERE random() < 0"
+    with SessionStore(postgres_url) as store:
+        started = time.monotonic()
+        result = store.read_only_query(slept, timeout=60)
+        elapsed = time.monotonic() - started
+    assert (result.columns, result.rows, result.truncated) == (["one", "two words"], [], False)
+    assert elapsed < 2.6, f"{elapsed:.2f} s: the query ran more than once"
+
+
+# 600 blobs of 1 MB: concatenated, or as rows the caller holds. With SQLite's own limits alone,
+# about 1.2 GB resident, and 600 MB (the attack reached 1.6-3.2 GB with larger aggregates).
+BLOB_ROWS = (
+    "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 600) "
+    "SELECT randomblob(1000000) FROM r"
+)
+BLOBS = BLOB_ROWS.replace(
+    "SELECT randomblob(1000000)", "SELECT length(group_concat(randomblob(1000000)))"
+)
+MEMORY_MESSAGE = (
+    "the query needed more than {mb} MB of memory and was stopped "
+    "(memstore sql --max-memory-mb MB allows more)"
+)
+BOUNDED = (
+    PEAK_MB
+    + """
+with SessionStore(sys.argv[1]) as store:
+    store.read_only_query("SELECT 1")
+    before = peak_mb()
+    try:
+        store.read_only_query(sys.argv[2], timeout=120, max_memory_mb=float(sys.argv[3]))
+    except QueryError as exc:
+        print(str(exc))
+    print(peak_mb() - before)
+"""
+)
+
+
+@pytest.mark.parametrize("query", [BLOBS, BLOB_ROWS], ids=["one-value", "many-values"])
+def test_a_sqlite_query_is_stopped_once_its_memory_passes_the_bound(
+    sqlite_url: str, query: str
+) -> None:
+    """One value longer than the bound is refused by SQLite's length limit; many smaller ones
+    stop the query once the process has grown past it."""
+    SessionStore(sqlite_url).close()
+    done = subprocess.run(
+        [sys.executable, "-c", BOUNDED, sqlite_url, query, "50"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    message, grown = done.stdout.splitlines()
+    assert message == MEMORY_MESSAGE.format(mb=50)
+    assert int(grown) < 200, done.stdout
+
+
+def test_memstore_sql_says_in_one_line_that_a_query_needed_too_much_memory(
+    sqlite_url: str,
+) -> None:
+    SessionStore(sqlite_url).close()
+    done = subprocess.run(
+        [*MEMSTORE, "--db", sqlite_url, "sql", BLOBS, "--max-memory-mb", "50"],
+        capture_output=True,
+        text=True,
+    )
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == f"error: {MEMORY_MESSAGE.format(mb=50)}\n"
+
+
+@pytest.mark.parametrize("max_memory_mb", [0, -1, float("nan"), True, "5"])
+def test_a_memory_limit_is_a_positive_number_of_megabytes(
+    store: SessionStore, max_memory_mb: Any
+) -> None:
+    with pytest.raises(InvalidArgumentError, match="memory limit is MB > 0"):
+        store.read_only_query("SELECT 1", max_memory_mb=max_memory_mb)

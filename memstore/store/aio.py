@@ -51,6 +51,7 @@ from memstore.store.plans import (
 )
 from memstore.store.prepared import Prepared, PreparedRows
 from memstore.store.readonly import (
+    DEFAULT_MEMORY_MB,
     DEFAULT_QUERY_SECONDS,
     DEFAULT_TEMP_MB,
     QueryResult,
@@ -253,6 +254,10 @@ class AsyncSessionStore:
         await self.engine.dispose()
         if self._sync_engine is not None:
             self._sync_engine.dispose()
+
+    async def aclose(self) -> None:
+        """Release the engine's connections (`close`, under the name asyncio code expects)."""
+        await self.close()
 
     async def __aenter__(self) -> AsyncSessionStore:
         return await self.open()
@@ -587,6 +592,7 @@ class AsyncSessionStore:
         timeout: float = DEFAULT_QUERY_SECONDS,
         read_url: str | None = None,
         max_temp_mb: float = DEFAULT_TEMP_MB,
+        max_memory_mb: float = DEFAULT_MEMORY_MB,
     ) -> QueryResult:
         """See `SessionStore.read_only_query`."""
         # The read-only machinery speaks the sync drivers' APIs: run it on a sync engine of
@@ -601,6 +607,7 @@ class AsyncSessionStore:
                 timeout=timeout,
                 read_url=read_url,
                 max_temp_mb=max_temp_mb,
+                max_memory_mb=max_memory_mb,
             )
 
     async def session(self, session_id: str) -> AsyncSessionHandle:

@@ -28,6 +28,14 @@ class HandleBase:
         """The head this handle last saw: after opening, `refresh()`, or its own append."""
         self._forking = False
 
+    def __repr__(self) -> str:
+        store = getattr(self, "store", None)
+        kind = f"{type(store).__name__} on {store.dialect}" if store is not None else None
+        return (
+            f"{type(self).__name__}(session_id={self.session_id!r}, head={self.head!r}, "
+            f"store={kind!r})"
+        )
+
     @property
     def leaf(self) -> str | None:
         """The head this handle last saw, or the node `branch_from` moved it to."""

@@ -29,6 +29,12 @@ process (Linux: `/proc/self/fd`) every TEMP_CHECK_SECONDS and stops the statemen
 exceed `max_temp_mb` (default DEFAULT_TEMP_MB) beyond what was open when it started. Elsewhere
 only the time limit bounds them. PostgreSQL bounds a query's temporary files itself, by the
 reading login's `temp_file_limit` (which only a superuser sets: the README's recipe does).
+
+No SQLite query fills memory: no value it makes may be longer than `max_memory_mb` (SQLite's
+per-connection length limit, so one `zeroblob` or `group_concat` cannot pass it), and the
+progress handler stops the statement once the process's resident memory has grown by more than
+`max_memory_mb` (default DEFAULT_MEMORY_MB) since it started (Linux: `/proc/self/statm`; the
+heap limit pragmas would bind every connection of the process, the application's too).
 """
 
 from __future__ import annotations
@@ -49,6 +55,7 @@ from memstore.store.engine import sqlite_read_uri
 from memstore.store.rows import derived_text
 
 __all__ = [
+    "DEFAULT_MEMORY_MB",
     "DEFAULT_QUERY_SECONDS",
     "DEFAULT_TEMP_MB",
     "PRIVILEGED_ROLES",
@@ -66,9 +73,14 @@ _PROGRESS_STEPS = 1000  # SQLite VM steps between two looks at the clock (micros
 DEFAULT_TEMP_MB = 500
 """How much temporary disk space (MB) a read-only SQLite query may fill unless the caller says
 otherwise."""
+DEFAULT_MEMORY_MB = 500
+"""How much memory (MB) a read-only SQLite query may take unless the caller says otherwise."""
 TEMP_CHECK_SECONDS = 0.02
-"""How often a SQLite query's temporary files are measured (a look at each open file)."""
+"""How often a SQLite query's temporary files and memory are measured (a look at each open
+file, and at the process's resident size)."""
 _FDS = Path("/proc/self/fd")
+_STATM = Path("/proc/self/statm")
+_TOO_BIG = "string or blob too big"  # SQLite's error past SQLITE_LIMIT_LENGTH
 _SQLITE_TEMP_PREFIX = "etilqs_"  # SQLite's names for its temporary files (SQLITE_TEMP_FILE_PREFIX)
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -125,12 +137,33 @@ def _stream(cursor: Any, sql: str, limit: int) -> QueryResult:
                 break
     finally:
         stream.close()  # psycopg cancels the statement on the server and drains what it sent
-    if not rows:  # a stream names no columns without a row: run it again, it holds no rows
-        cursor.execute("ROLLBACK TO SAVEPOINT memstore_query")
-        cursor.execute(sql, prepare=True)  # a prepared statement, too, holds one statement
-        return _fetch(cursor, limit)
+    if not rows:  # a stream names no columns without a row: ask the server to describe it
+        return QueryResult(_described_columns(cursor.connection, sql), [], False)
     columns = [str(description[0]) for description in cursor.description]
     return QueryResult(columns, rows[:limit], len(rows) > limit)
+
+
+def _described_columns(driver: Any, sql: str) -> list[str]:
+    """The columns of `sql`, learnt by preparing and describing it, which does not run it again
+    (a second run would double its time and its side effects)."""
+    encoding = driver.info.encoding
+    name = b"memstore_query_columns"
+    _refuse_failed(driver.pgconn.prepare(name, sql.encode(encoding)))
+    description = driver.pgconn.describe_prepared(name)
+    _refuse_failed(description)
+    if description.nfields == 0:
+        raise QueryError(_NO_ROWS)
+    columns = [description.fname(index).decode(encoding) for index in range(description.nfields)]
+    driver.execute("DEALLOCATE memstore_query_columns")
+    return columns
+
+
+def _refuse_failed(result: Any) -> None:
+    """Raise the server's error in a libpq result, as one line."""
+    import psycopg
+
+    if result.status == psycopg.pq.ExecStatus.FATAL_ERROR:
+        raise QueryError(_explain(result.get_error_message().strip()))
 
 
 def sqlite_temp_bytes() -> int | None:
@@ -151,27 +184,40 @@ def sqlite_temp_bytes() -> int | None:
     return total
 
 
+def resident_bytes() -> int | None:
+    """This process's resident memory; None where that cannot be seen (no `/proc/self/statm`)."""
+    try:
+        return int(_STATM.read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 class _Deadline:
     """SQLite's progress handler: stops the statement once `seconds` have passed, once its
-    temporary files exceed `max_temp_mb`, or on Ctrl-C."""
+    temporary files exceed `max_temp_mb`, once the process has grown by `max_memory_mb`, or on
+    Ctrl-C."""
 
-    def __init__(self, seconds: float, max_temp_mb: float) -> None:
+    def __init__(self, seconds: float, max_temp_mb: float, max_memory_mb: float) -> None:
         self.seconds = seconds
         self.ends = time.monotonic() + seconds
         self.expired = False
         self.max_temp_mb = max_temp_mb
         self.temp_before = sqlite_temp_bytes()  # other connections' files are not the query's
+        self.max_memory_mb = max_memory_mb
+        self.memory_before = resident_bytes()
         self.next_look = 0.0
         self.over_temp = False
+        self.over_memory = False
 
     def __call__(self) -> int:
         now = time.monotonic()
         self.expired = now > self.ends
-        if now >= self.next_look and self.temp_before is not None:
+        if now >= self.next_look:
             self.next_look = now + TEMP_CHECK_SECONDS
-            used = (sqlite_temp_bytes() or 0) - self.temp_before
-            self.over_temp = used > self.max_temp_mb * 1_000_000
-        return int(self.expired or self.over_temp)
+            self.over_temp = _grown_past(self.temp_before, sqlite_temp_bytes(), self.max_temp_mb)
+            grown = _grown_past(self.memory_before, resident_bytes(), self.max_memory_mb)
+            self.over_memory = grown
+        return int(self.expired or self.over_temp or self.over_memory)
 
     def error(self, exc: sqlite3.Error | sqlite3.Warning) -> BaseException:
         """What an error raised while this deadline watched means to the caller."""
@@ -179,6 +225,11 @@ class _Deadline:
             return QueryError(
                 f"the query needed more than {self.max_temp_mb:g} MB of temporary space and was "
                 "stopped (memstore sql --max-temp-mb MB allows more)"
+            )
+        if self.over_memory or str(exc) == _TOO_BIG:
+            return QueryError(
+                f"the query needed more than {self.max_memory_mb:g} MB of memory and was "
+                "stopped (memstore sql --max-memory-mb MB allows more)"
             )
         if self.expired:
             return QueryError(_too_long(self.seconds))
@@ -189,6 +240,11 @@ class _Deadline:
         return QueryError(_explain(str(exc)))
 
 
+def _grown_past(before: int | None, now: int | None, megabytes: float) -> bool:
+    """Whether a measure (bytes) has grown by more than `megabytes` (False if unseen)."""
+    return before is not None and (now or 0) - before > megabytes * 1_000_000
+
+
 def _too_long(seconds: float) -> str:
     return (
         f"the query ran longer than {seconds:g} s and was stopped (memstore sql --timeout "
@@ -196,15 +252,19 @@ def _too_long(seconds: float) -> str:
     )
 
 
-def _sqlite(url: URL, sql: str, limit: int, timeout: float, max_temp_mb: float) -> QueryResult:
+def _sqlite(
+    url: URL, sql: str, limit: int, timeout: float, max_temp_mb: float, max_memory_mb: float
+) -> QueryResult:
     uri = sqlite_read_uri(url, strict=True)  # in a read-only directory too
     connection = sqlite3.connect(uri, uri=True)
     # The views derive text from turns' JSON (migration 0016), where a lone surrogate may be
     # escaped: SQLite gives it as bytes that are not UTF-8, read as U+FFFD.
     connection.text_factory = derived_text
-    deadline = _Deadline(timeout, max_temp_mb)
+    deadline = _Deadline(timeout, max_temp_mb, max_memory_mb)
     try:
         connection.execute("PRAGMA temp_store = FILE")  # where the deadline can measure it
+        longest = min(int(max_memory_mb * 1_000_000), 2**31 - 1)  # one value, at most
+        connection.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, max(longest, 1))
         connection.set_authorizer(_only_reading)
         connection.set_progress_handler(deadline, _PROGRESS_STEPS)
         return _fetch(connection.execute(sql), limit)
@@ -321,19 +381,15 @@ def run_read_only(
     timeout: float = DEFAULT_QUERY_SECONDS,
     read_url: str | None = None,
     max_temp_mb: float = DEFAULT_TEMP_MB,
+    max_memory_mb: float = DEFAULT_MEMORY_MB,
 ) -> QueryResult:
     """Run one statement that only reads, for at most `timeout` seconds and (SQLite) at most
-    `max_temp_mb` MB of temporary files; anything else is refused with QueryError (Ctrl-C stops
-    it and raises KeyboardInterrupt). On PostgreSQL it runs over `read_url` (default
-    `$MEMSTORE_READ_URL`, else `engine`'s own login)."""
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
-        raise InvalidArgumentError(f"a query time limit is seconds > 0, not {timeout!r}")
-    if (
-        isinstance(max_temp_mb, bool)
-        or not isinstance(max_temp_mb, int | float)
-        or not max_temp_mb > 0
-    ):
-        raise InvalidArgumentError(f"a temporary space limit is MB > 0, not {max_temp_mb!r}")
+    `max_temp_mb` MB of temporary files and `max_memory_mb` MB of memory; anything else is
+    refused with QueryError (Ctrl-C stops it and raises KeyboardInterrupt). On PostgreSQL it
+    runs over `read_url` (default `$MEMSTORE_READ_URL`, else `engine`'s own login)."""
+    _require_positive(timeout, "a query time limit is seconds > 0")
+    _require_positive(max_temp_mb, "a temporary space limit is MB > 0")
+    _require_positive(max_memory_mb, "a memory limit is MB > 0")
     if not sql.isascii() and _LONE_SURROGATE.search(sql):
         raise QueryError("the statement holds a lone surrogate, which no database can take")
     if engine.dialect.name == "postgresql":
@@ -353,4 +409,10 @@ def run_read_only(
     database = engine.url.database
     if not database or not Path(database).exists():
         raise QueryError(f"no SQLite database at {database!r}")
-    return _sqlite(engine.url, sql, limit, timeout, max_temp_mb)
+    return _sqlite(engine.url, sql, limit, timeout, max_temp_mb, max_memory_mb)
+
+
+def _require_positive(value: object, what: str) -> None:
+    """Refuse a limit that is not a number greater than 0 (`what` names it and its unit)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise InvalidArgumentError(f"{what}, not {value!r}")

@@ -68,6 +68,10 @@ PG_INDEXED_CHARS = 250_000
 SNIPPET_OPEN, SNIPPET_CLOSE = "[", "]"
 SNIPPET_CHARS = 64  # a snippet's length when made here (for queries with unspaced words)
 _HAS_UNSPACED = re.compile(f"[{UNSPACED}]")
+_TOKEN = re.compile(r"[^\W_]+")  # a run of letters and digits: a word of FTS5's unicode61
+MAX_QUERY_WORDS = 64
+"""The most different words a search query may hold (a repeated word counts once): the time a
+search takes grows with the square of its words on both databases."""
 _HIT_COLUMNS = (nodes.c.session_id, nodes.c.id.label("node_id"), nodes.c.role, nodes.c.created_at)
 
 
@@ -90,6 +94,35 @@ def fts5_query(query: str) -> str:
     (quotes, operators, SQL): each word becomes a quoted FTS5 string."""
     words = query.split()
     return " ".join('"' + word.replace('"', '""') + '"' for word in words)
+
+
+def query_words(query: str) -> list[str]:
+    """The words of a query, each once (case aside), without those holding no letter or digit
+    (which match nothing), in order.
+
+    Raises:
+        InvalidArgumentError: more than MAX_QUERY_WORDS different words.
+    """
+    words: dict[str, str] = {}
+    for word in query.split():
+        if _TOKEN.search(word):
+            words.setdefault(word.casefold(), word)
+    if len(words) > MAX_QUERY_WORDS:
+        raise InvalidArgumentError(
+            f"a search query holds at most {MAX_QUERY_WORDS} different words, this one "
+            f"{len(words)}: search for fewer"
+        )
+    return list(words.values())
+
+
+def _pg_words_query(words: list[str]) -> ColumnElement[Any]:
+    """Words as a PostgreSQL tsquery that means "all of these words", whatever they hold (no
+    operators): each word a phrase of its runs of letters and digits, as FTS5 reads it."""
+    phrases = [func.phraseto_tsquery(TS_CONFIG, " ".join(_TOKEN.findall(word))) for word in words]
+    tsquery: ColumnElement[Any] = phrases[0]
+    for phrase in phrases[1:]:
+        tsquery = tsquery.op("&&")(phrase)
+    return tsquery
 
 
 def _split_query(query: str) -> tuple[list[str], list[str]]:
@@ -163,7 +196,7 @@ def _postgres_phrase_matches(
     rank: ColumnElement[Any] = func.ts_rank(vector, tsquery)
     statement = select(nodes.c.pk).where(nodes.c.search_chars != "", vector.op("@@")(tsquery))
     if words:
-        word_query = func.websearch_to_tsquery(TS_CONFIG, " ".join(words))
+        word_query = _pg_words_query(words)
         word_vector = _pg_indexed(nodes.c.search_text)
         statement = statement.where(word_vector.op("@@")(word_query))
         rank = rank + func.ts_rank(word_vector, word_query)
@@ -250,7 +283,7 @@ def _sqlite_search(query: str) -> Select[Any]:
 
 
 def _postgres_search(query: str) -> Select[Any]:
-    tsquery = func.websearch_to_tsquery(TS_CONFIG, query)
+    tsquery = _pg_words_query(query.split())
     vector = _pg_indexed(nodes.c.search_text)
     options = f"StartSel={SNIPPET_OPEN}, StopSel={SNIPPET_CLOSE}, MaxWords=20, MinWords=6"
     shown = func.left(nodes.c.search_text, literal_column(str(PG_INDEXED_CHARS)))
@@ -276,8 +309,8 @@ def search(
         raise InvalidSessionIdError(f"a session id is a string, not {type(session_id).__name__}")
     if session_id is not None and not is_storable_text(session_id):
         return []  # NUL or a lone surrogate: no stored session can have this id
-    query = storable(query)  # the database could not take NUL or lone surrogates
-    if not query.split():
+    query = " ".join(query_words(storable(query)))  # storable: no NUL or lone surrogates
+    if not query:
         return []
     words, unspaced = _split_query(query)
     backlog = (yield from _backlog_texts()) if dialect == "sqlite" else {}

@@ -34,6 +34,7 @@ from memstore.store.plans import (
 )
 from memstore.store.prepared import Prepared, stream_rows
 from memstore.store.readonly import (
+    DEFAULT_MEMORY_MB,
     DEFAULT_QUERY_SECONDS,
     DEFAULT_TEMP_MB,
     QueryResult,
@@ -651,15 +652,17 @@ class SessionStore:
         timeout: float = DEFAULT_QUERY_SECONDS,
         read_url: str | None = None,
         max_temp_mb: float = DEFAULT_TEMP_MB,
+        max_memory_mb: float = DEFAULT_MEMORY_MB,
     ) -> QueryResult:
         """Run one SQL statement that only reads (the views are there for this), stopped after
         `timeout` seconds (default 5) or, on SQLite, once its temporary files pass
-        `max_temp_mb` MB (default 500). On PostgreSQL it runs over the login `read_url` names
+        `max_temp_mb` MB (default 500) or its memory `max_memory_mb` MB (default 500). On
+        PostgreSQL it runs over the login `read_url` names
         (default `$MEMSTORE_READ_URL`, else the store's own).
 
         Raises:
             QueryError: the statement writes, is more than one statement, fails, runs out of
-                time or of temporary space; or the PostgreSQL login is privileged (a superuser,
+                time, temporary space or memory; or the PostgreSQL login is privileged (a superuser,
                 server files, ...).
             KeyboardInterrupt: Ctrl-C stopped it (on PostgreSQL it is cancelled on the server).
         """
@@ -671,6 +674,7 @@ class SessionStore:
                 timeout=timeout,
                 read_url=read_url,
                 max_temp_mb=max_temp_mb,
+                max_memory_mb=max_memory_mb,
             )
 
     def session(self, session_id: str) -> SessionHandle:
