@@ -5,15 +5,19 @@ with the database unchanged."""
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from memstore import jsjson
 from memstore.errors import JsonlError
 from memstore.foreign import detect_agent, foreign_targets
 from memstore.store import SessionStore
+
+from .foreign_lines import claude_code_lines, pi_lines, write_lines
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -227,3 +231,25 @@ def test_targets_walk_directories_and_name_subagent_sessions(tmp_path: Path) -> 
         ("abc~agent-7", "claude-code", "abc"),
         ("abc", "claude-code", None),
     ]
+
+
+@pytest.mark.parametrize(
+    ("agent", "number", "written", "timestamp"),
+    [
+        ("pi", 2, rb'"timestamp":"[^"]*"', b"1e300"),  # the entry's time
+        ("pi", 3, rb'"timestamp":\d+', b"-1e20"),  # the message's time
+        ("claude-code", 1, rb'"timestamp":"[^"]*"', b"9223372036854775808"),
+    ],
+)
+def test_a_time_out_of_range_is_refused_by_file_and_line_with_nothing_written(
+    store: SessionStore, tmp_path: Path, agent: str, number: int, written: bytes, timestamp: bytes
+) -> None:
+    lines = pi_lines("p", 1) if agent == "pi" else claude_code_lines("c", 1)
+    lines[number - 1] = re.sub(written, b'"timestamp":' + timestamp, lines[number - 1], count=1)
+    path = write_lines(tmp_path / "times.jsonl", lines)
+    before = snapshot(store)
+    with pytest.raises(JsonlError) as refused:
+        store.import_foreign(path, agent=agent)
+    as_read = jsjson.loads(timestamp.decode())
+    assert str(refused.value).startswith(f"{path}:{number}: timestamp {as_read!r} is out of range")
+    assert snapshot(store) == before

@@ -18,6 +18,7 @@ from memstore import jsjson
 from memstore.errors import InvalidJsonError, JsonlError
 from memstore.jsonl import BOM, Line, turn_problem
 from memstore.store.compaction import METADATA_KEY
+from memstore.types import MAX_CREATED_AT, MIN_CREATED_AT
 
 __all__ = [
     "AGENTS",
@@ -193,13 +194,15 @@ def need(value: Any, kind: type | tuple[type, ...], what: str) -> Any:
 
 
 def epoch_ms(value: Any, fallback: int = 0) -> int:
-    """Epoch milliseconds from a number or an ISO 8601 time; `fallback` when neither."""
+    """Epoch milliseconds from a number or an ISO 8601 time; `fallback` when neither.
+
+    Raises:
+        Problem: a number outside the signed 64-bit range both databases hold.
+    """
     if isinstance(value, bool):
         return fallback
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
+    if isinstance(value, int) or (isinstance(value, float) and value.is_integer()):
+        return _in_range(int(value), value)
     if isinstance(value, str):
         try:
             moment = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
@@ -209,6 +212,16 @@ def epoch_ms(value: Any, fallback: int = 0) -> int:
             moment = moment.replace(tzinfo=datetime.UTC)
         return int(moment.timestamp() * 1000)
     return fallback
+
+
+def _in_range(milliseconds: int, written: Any) -> int:
+    """`milliseconds` if the databases can hold it; else Problem naming the time as written."""
+    if not MIN_CREATED_AT <= milliseconds <= MAX_CREATED_AT:
+        raise Problem(
+            f"timestamp {written!r} is out of range: the databases hold times (epoch "
+            "milliseconds) from -2**63 to 2**63-1"
+        )
+    return milliseconds
 
 
 def checked_turn(turn: dict[str, Any]) -> dict[str, Any]:
