@@ -253,3 +253,45 @@ def test_a_time_out_of_range_is_refused_by_file_and_line_with_nothing_written(
     as_read = jsjson.loads(timestamp.decode())
     assert str(refused.value).startswith(f"{path}:{number}: timestamp {as_read!r} is out of range")
     assert snapshot(store) == before
+
+
+def _claude_code_user_line(content: str) -> bytes:
+    """A Claude Code transcript's first user record, with `content` (JSON) as its content."""
+    lines = claude_code_lines("c", 1)
+    return lines[0].replace(b'"content":"prompt 0 about zebras"', b'"content":' + content.encode())
+
+
+def test_a_string_among_claude_code_content_blocks_is_kept_as_text_and_found(
+    store: SessionStore, tmp_path: Path
+) -> None:
+    path = write_lines(tmp_path / "c.jsonl", [_claude_code_user_line('["wow error"]')])
+    item = store.import_claude_code(path).files[0]
+    assert item.warnings == []
+    assert store.load_path("c")[0].blocks[0].model_dump() == {"kind": "text", "text": "wow error"}
+    assert [hit.session_id for hit in store.search("wow")] == ["c"]
+
+
+@pytest.mark.parametrize(
+    ("agent", "content", "kept_as"),
+    [
+        ("claude-code", '[{"type":"text","text":5}]', "claude.text"),
+        ("claude-code", "[7]", "claude.invalid"),
+        ("pi", '[{"type":"text","text":null}]', "pi.text"),
+    ],
+)
+def test_a_malformed_content_part_is_kept_with_a_warning_naming_file_and_line(
+    store: SessionStore, tmp_path: Path, agent: str, content: str, kept_as: str
+) -> None:
+    if agent == "pi":
+        lines = pi_lines("p", 1)
+        written = b'"content":[{"type":"text","text":"question 0 about zebras"}]'
+        lines[1] = lines[1].replace(written, b'"content":' + content.encode())
+        number = 2
+    else:
+        lines, number = [_claude_code_user_line(content)], 1
+    path = write_lines(tmp_path / "bad.jsonl", lines)
+    item = store.import_foreign(path, agent=agent).files[0]
+    assert len(item.warnings) == 1
+    assert item.warnings[0].startswith(f"{path}:{number}: ")
+    assert item.warnings[0].endswith(f"kept as a {kept_as} block, which search does not read")
+    assert store.load_path("bad")[0].blocks[0].kind == kept_as
