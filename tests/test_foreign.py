@@ -14,7 +14,7 @@ import pytest
 
 from memstore import jsjson
 from memstore.errors import JsonlError
-from memstore.foreign import detect_agent, foreign_targets
+from memstore.foreign import foreign_targets, sniff_format
 from memstore.store import SessionStore
 
 from .foreign_lines import claude_code_lines, pi_lines, write_lines
@@ -82,7 +82,7 @@ def test_every_sample_round_trips_byte_for_byte(
     warnings: int,
 ) -> None:
     source = foreign / name
-    assert detect_agent(source) == agent
+    assert sniff_format(source).format == agent
     report = store.import_foreign(source)
     (item,) = report.files
     assert (item.nodes, len(item.warnings)) == (nodes, warnings)
@@ -215,7 +215,7 @@ def test_a_claude_code_record_whose_parent_is_gone_becomes_a_root(
 def test_a_file_of_no_known_agent_is_refused(tmp_path: Path, store: SessionStore) -> None:
     other = tmp_path / "other.jsonl"
     other.write_text('{"type":"node"}\n')
-    with pytest.raises(JsonlError, match="neither a pi session nor a Claude Code transcript"):
+    with pytest.raises(JsonlError, match="look like none of the formats memstore reads"):
         store.import_foreign(other)
     assert store.list_sessions() == []
 
