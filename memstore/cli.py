@@ -289,11 +289,12 @@ def import_files(
         ImportSource,
         typer.Option(
             "--from",
-            help="jsonl: memstore's legacy JSONL files; pi: pi coding-agent sessions; "
-            "claude-code: Claude Code transcripts, subagents included; auto: pi or Claude Code, "
-            "told per file. Directories are read recursively, except for jsonl.",
+            help="auto: each file's format, told by its first lines; jsonl: memstore's legacy "
+            "JSONL files; pi: pi coding-agent sessions; claude-code: Claude Code transcripts, "
+            "subagents included. A file of another format is refused. Directories are read "
+            "recursively, except for jsonl.",
         ),
-    ] = ImportSource.JSONL,
+    ] = ImportSource.AUTO,
     session: Annotated[
         str | None,
         typer.Option(help="Session id for a single legacy file (default: its name)."),
@@ -328,7 +329,7 @@ def import_files(
     gained since; a file whose imported part changed is refused. A bad file is reported and
     skipped; the exit status is 1 if any was.
     """
-    if session is not None and (watch or source is not ImportSource.JSONL):
+    if session is not None and (watch or source not in (ImportSource.JSONL, ImportSource.AUTO)):
         raise typer.BadParameter("--session names one legacy file's session (--from jsonl)")
     _check_session_option(paths, session)
     _report_warnings_ourselves()

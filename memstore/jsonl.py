@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import stat
 import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -40,11 +41,13 @@ __all__ = [
     "export_files",
     "file_name_key",
     "head_line",
+    "looks_like_legacy",
     "node_line",
     "parse_record",
     "read_lines",
     "read_records",
     "session_file",
+    "session_files",
     "turn_problem",
 ]
 
@@ -312,6 +315,13 @@ def parse_record(path: object, line: Line, migrators: Sequence[Migrator] = ()) -
     return Record(line, "other", raw)
 
 
+def looks_like_legacy(value: dict[str, Any]) -> bool:
+    """Whether a parsed line is a legacy node or head record (other types tell no format)."""
+    if value.get("type") == "node":
+        return isinstance(value.get("node"), dict)
+    return value.get("type") == "head" and isinstance(value.get("leaf"), str)
+
+
 def is_torn(line: Line, error: JsonlError) -> bool:
     """Whether a refused line is the torn tail of a crash: the last line, unterminated, and
     not JSON (or cut inside a UTF-8 sequence). Anything else is a real error."""
@@ -370,6 +380,40 @@ def verify_node_id(path: object, record: Record) -> str | None:
 
 FILE_NAME_LIMIT = 255
 """Bytes in a file name on common file systems (ext4, XFS, APFS, btrfs)."""
+
+
+def session_files(path: Path, *, recursive: bool) -> list[Path]:
+    """The files an import of `path` reads: the file, or the `*.jsonl` files of a directory
+    (below it too when `recursive`), sorted.
+
+    Raises:
+        JsonlError: `path` does not exist, cannot be read, or is not a regular file (a device,
+            a FIFO: `/dev/null` is not an empty session).
+    """
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise JsonlError(path, None, "no such file or directory") from None
+    except OSError as exc:
+        raise JsonlError(path, None, f"cannot read it: {exc.strerror or exc}") from exc
+    if stat.S_ISDIR(mode):
+        found = path.rglob("*.jsonl") if recursive else path.glob("*.jsonl")
+        return sorted(item for item in found if item.is_file())
+    if not stat.S_ISREG(mode):
+        kind = _file_kind(mode)
+        raise JsonlError(path, None, f"not a regular file but {kind}: nothing to import")
+    return [path]
+
+
+def _file_kind(mode: int) -> str:
+    """What a file that is not a regular file or a directory is, for a message."""
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    return "a socket" if stat.S_ISSOCK(mode) else "not a file"
 
 
 def session_file(root: Path, session_id: str, suffix: str = ".jsonl") -> Path:

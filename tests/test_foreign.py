@@ -5,15 +5,19 @@ with the database unchanged."""
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from memstore import jsjson
 from memstore.errors import JsonlError
-from memstore.foreign import detect_agent, foreign_targets
+from memstore.foreign import foreign_targets, sniff_format
 from memstore.store import SessionStore
+
+from .foreign_lines import claude_code_lines, pi_lines, write_lines
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -78,7 +82,7 @@ def test_every_sample_round_trips_byte_for_byte(
     warnings: int,
 ) -> None:
     source = foreign / name
-    assert detect_agent(source) == agent
+    assert sniff_format(source).format == agent
     report = store.import_foreign(source)
     (item,) = report.files
     assert (item.nodes, len(item.warnings)) == (nodes, warnings)
@@ -211,7 +215,7 @@ def test_a_claude_code_record_whose_parent_is_gone_becomes_a_root(
 def test_a_file_of_no_known_agent_is_refused(tmp_path: Path, store: SessionStore) -> None:
     other = tmp_path / "other.jsonl"
     other.write_text('{"type":"node"}\n')
-    with pytest.raises(JsonlError, match="neither a pi session nor a Claude Code transcript"):
+    with pytest.raises(JsonlError, match="look like none of the formats memstore reads"):
         store.import_foreign(other)
     assert store.list_sessions() == []
 
@@ -227,3 +231,67 @@ def test_targets_walk_directories_and_name_subagent_sessions(tmp_path: Path) -> 
         ("abc~agent-7", "claude-code", "abc"),
         ("abc", "claude-code", None),
     ]
+
+
+@pytest.mark.parametrize(
+    ("agent", "number", "written", "timestamp"),
+    [
+        ("pi", 2, rb'"timestamp":"[^"]*"', b"1e300"),  # the entry's time
+        ("pi", 3, rb'"timestamp":\d+', b"-1e20"),  # the message's time
+        ("claude-code", 1, rb'"timestamp":"[^"]*"', b"9223372036854775808"),
+    ],
+)
+def test_a_time_out_of_range_is_refused_by_file_and_line_with_nothing_written(
+    store: SessionStore, tmp_path: Path, agent: str, number: int, written: bytes, timestamp: bytes
+) -> None:
+    lines = pi_lines("p", 1) if agent == "pi" else claude_code_lines("c", 1)
+    lines[number - 1] = re.sub(written, b'"timestamp":' + timestamp, lines[number - 1], count=1)
+    path = write_lines(tmp_path / "times.jsonl", lines)
+    before = snapshot(store)
+    with pytest.raises(JsonlError) as refused:
+        store.import_foreign(path, agent=agent)
+    as_read = jsjson.loads(timestamp.decode())
+    assert str(refused.value).startswith(f"{path}:{number}: timestamp {as_read!r} is out of range")
+    assert snapshot(store) == before
+
+
+def _claude_code_user_line(content: str) -> bytes:
+    """A Claude Code transcript's first user record, with `content` (JSON) as its content."""
+    lines = claude_code_lines("c", 1)
+    return lines[0].replace(b'"content":"prompt 0 about zebras"', b'"content":' + content.encode())
+
+
+def test_a_string_among_claude_code_content_blocks_is_kept_as_text_and_found(
+    store: SessionStore, tmp_path: Path
+) -> None:
+    path = write_lines(tmp_path / "c.jsonl", [_claude_code_user_line('["wow error"]')])
+    item = store.import_claude_code(path).files[0]
+    assert item.warnings == []
+    assert store.load_path("c")[0].blocks[0].model_dump() == {"kind": "text", "text": "wow error"}
+    assert [hit.session_id for hit in store.search("wow")] == ["c"]
+
+
+@pytest.mark.parametrize(
+    ("agent", "content", "kept_as"),
+    [
+        ("claude-code", '[{"type":"text","text":5}]', "claude.text"),
+        ("claude-code", "[7]", "claude.invalid"),
+        ("pi", '[{"type":"text","text":null}]', "pi.text"),
+    ],
+)
+def test_a_malformed_content_part_is_kept_with_a_warning_naming_file_and_line(
+    store: SessionStore, tmp_path: Path, agent: str, content: str, kept_as: str
+) -> None:
+    if agent == "pi":
+        lines = pi_lines("p", 1)
+        written = b'"content":[{"type":"text","text":"question 0 about zebras"}]'
+        lines[1] = lines[1].replace(written, b'"content":' + content.encode())
+        number = 2
+    else:
+        lines, number = [_claude_code_user_line(content)], 1
+    path = write_lines(tmp_path / "bad.jsonl", lines)
+    item = store.import_foreign(path, agent=agent).files[0]
+    assert len(item.warnings) == 1
+    assert item.warnings[0].startswith(f"{path}:{number}: ")
+    assert item.warnings[0].endswith(f"kept as a {kept_as} block, which search does not read")
+    assert store.load_path("bad")[0].blocks[0].kind == kept_as

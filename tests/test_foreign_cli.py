@@ -62,7 +62,8 @@ def test_import_from_auto_reads_both_agents_and_their_subagents(
 def test_import_from_one_agent_refuses_the_others_files(sqlite_url: str, agents_home: Path) -> None:
     code, stdout, stderr = invoke(sqlite_url, "import", "--from", "pi", str(agents_home))
     assert code == 1
-    assert "c1.jsonl: a claude-code session file, not pi's" in stderr.replace("\n", "")
+    refusal = "c1.jsonl: looks like a Claude Code transcript, not a pi session: use --from"
+    assert refusal in stderr.replace("\n", "")
     assert "2025_p1" in stdout
     with SessionStore(sqlite_url) as store:
         assert store.list_sessions() == ["2025_p1"]

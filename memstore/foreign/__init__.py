@@ -12,34 +12,58 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from memstore import jsjson
 from memstore.errors import InvalidArgumentError, JsonlError
-from memstore.foreign._common import AGENTS, Entry, ForeignReader, SessionFacts, UsageRow
+from memstore.foreign._common import (
+    AGENTS,
+    Entry,
+    ForeignReader,
+    SessionFacts,
+    UsageRow,
+    decode_line,
+)
 from memstore.foreign.claude_code import ClaudeCodeReader, looks_like_claude_code
 from memstore.foreign.pi import PiReader, looks_like_pi
-from memstore.jsonl import read_lines
+from memstore.jsonl import is_torn, looks_like_legacy, read_lines, session_files
 
 __all__ = [
     "AGENTS",
+    "FORMAT_NAMES",
     "ClaudeCodeReader",
     "Entry",
     "ForeignReader",
     "ForeignTarget",
     "PiReader",
     "SessionFacts",
+    "Sniffed",
     "UsageRow",
     "agent_file",
-    "detect_agent",
+    "check_format",
     "foreign_files",
     "foreign_target",
     "foreign_targets",
     "new_reader",
-    "sniff_agent",
+    "sniff_format",
 ]
 
 _SNIFF_LINES = 20
+FORMAT_NAMES = {
+    "jsonl": "legacy JSONL",
+    "pi": "a pi session",
+    "claude-code": "a Claude Code transcript",
+}
+"""Each file format memstore imports, as messages name it."""
 _CLAUDE_UNSAFE = re.compile(r"[^a-zA-Z0-9]")
 _CLAUDE_NAME_LIMIT = 200
+
+
+class Sniffed(NamedTuple):
+    """What a file's first lines show: its format (None: they do not tell), whether they are
+    all blank (or there are none), and the first that is not JSON."""
+
+    format: str | None
+    empty: bool
+    first_error: JsonlError | None
+    torn: bool = False  # the lines end in a torn one (which an import skips)
 
 
 class ForeignTarget(NamedTuple):
@@ -61,31 +85,76 @@ def new_reader(agent: str) -> ForeignReader:
     raise InvalidArgumentError(f"unknown agent {agent!r}; expected one of {', '.join(AGENTS)}")
 
 
-def sniff_agent(path: Path) -> str | None:
-    """Which agent wrote a session file, from its first lines; None when they do not tell."""
-    with path.open("rb") as file:
-        for line in itertools.islice(read_lines(file, path=path), _SNIFF_LINES):
-            try:
-                value = jsjson.loads(line.data.decode("utf-8"))
-            except (ValueError, UnicodeDecodeError):
-                continue
-            if isinstance(value, dict) and looks_like_pi(value):
-                return "pi"
-            if isinstance(value, dict) and looks_like_claude_code(value):
-                return "claude-code"
-    return None
-
-
-def detect_agent(path: Path) -> str:
-    """Which agent wrote a session file, from its first lines.
+def sniff_format(path: Path) -> Sniffed:
+    """Which format a session file is in, from its first lines (see `Sniffed`).
 
     Raises:
-        JsonlError: the file is neither a pi session nor a Claude Code transcript.
+        JsonlError: the file cannot be read.
     """
-    found = sniff_agent(path)
-    if found is None:
-        raise JsonlError(path, None, "neither a pi session nor a Claude Code transcript")
-    return found
+    first_error: JsonlError | None = None
+    empty = True
+    try:
+        with path.open("rb") as file:
+            for line in itertools.islice(read_lines(file, path=path), _SNIFF_LINES):
+                try:
+                    _, value = decode_line(path, line)
+                except JsonlError as error:
+                    if is_torn(line, error):  # an agent still writing its only line
+                        return Sniffed(None, empty, first_error, torn=True)
+                    first_error, empty = first_error or error, False
+                    continue
+                empty = empty and not line.data.strip(b" \t\r")
+                if (found := _format_of(value)) is not None:
+                    return Sniffed(found, False, None)
+    except OSError as exc:
+        raise JsonlError(path, None, f"cannot read it: {exc.strerror or exc}") from exc
+    return Sniffed(None, empty, first_error)
+
+
+def _format_of(value: Any) -> str | None:
+    """The format one parsed line shows, if any."""
+    if not isinstance(value, dict):
+        return None
+    if looks_like_pi(value):
+        return "pi"
+    if looks_like_claude_code(value):
+        return "claude-code"
+    return "jsonl" if looks_like_legacy(value) else None
+
+
+def check_format(path: Path, asked: str) -> str:
+    """The format to import `path` as: `asked` ("jsonl", "pi", "claude-code"), or for "auto"
+    the one its first lines show. An empty file is legacy JSONL (what memstore exports for a
+    session without turns); a legacy file may hold only records of other types.
+
+    Raises:
+        JsonlError: the file's lines show another format than asked (naming it), or (but for
+            "jsonl") none: the first line that is not JSON, or the file as a whole.
+    """
+    sniffed = sniff_format(path)
+    if sniffed.format is not None:
+        if asked in ("auto", sniffed.format):
+            return sniffed.format
+        raise JsonlError(
+            path,
+            None,
+            f"looks like {FORMAT_NAMES[sniffed.format]}, not {FORMAT_NAMES[asked]}: "
+            f"use --from {sniffed.format} or --from auto",
+        )
+    if asked == "jsonl" or (sniffed.empty and asked == "auto"):
+        return "jsonl"
+    if sniffed.empty and sniffed.torn and sniffed.first_error is None:
+        return asked if asked != "auto" else "jsonl"  # whole lines none: skipped with a warning
+    if sniffed.empty:
+        raise JsonlError(path, None, f"empty, not {FORMAT_NAMES[asked]}: nothing to import")
+    if sniffed.first_error is not None:
+        raise sniffed.first_error
+    raise JsonlError(
+        path,
+        None,
+        f"its first {_SNIFF_LINES} lines look like none of the formats memstore reads "
+        f"({', '.join(FORMAT_NAMES.values())})",
+    )
 
 
 def foreign_files(path: Path) -> list[Path]:
@@ -93,40 +162,32 @@ def foreign_files(path: Path) -> list[Path]:
     (recursively, sorted).
 
     Raises:
-        JsonlError: `path` does not exist.
+        JsonlError: `path` does not exist or is not a regular file.
     """
-    if path.is_dir():
-        return sorted(item for item in path.rglob("*.jsonl") if item.is_file())
-    if path.is_file():
-        return [path]
-    raise JsonlError(path, None, "no such file or directory")
+    return session_files(path, recursive=True)
 
 
 def foreign_targets(path: Path, agent: str = "auto") -> list[ForeignTarget]:
     """The files an import of `path` covers (see `foreign_files`), each with its agent
-    (`auto`: detected per file) and session id (see `foreign_target`)."""
+    (`auto`: detected per file) and session id (see `foreign_target`); `~` is the home."""
     if agent != "auto":
         new_reader(agent)  # checks the name
-    return [foreign_target(file, agent) for file in foreign_files(path)]
+    return [foreign_target(file, agent) for file in foreign_files(path.expanduser())]
 
 
 def foreign_target(file: Path, agent: str = "auto") -> ForeignTarget:
-    """One file's agent (`auto`: detected from its first lines) and session id: its file
-    name's stem; a Claude Code subagent transcript (`<session>/subagents/agent-<id>.jsonl`)
-    becomes `<session>~agent-<id>`, whose parent is `<session>`.
+    """One file's agent (`auto`: told by its first lines) and session id: its file name's
+    stem; a Claude Code subagent transcript (`<session>/subagents/agent-<id>.jsonl`) becomes
+    `<session>~agent-<id>`, whose parent is `<session>`.
 
     Raises:
-        JsonlError: `auto` and the file is neither agent's, or the other agent's than `agent`.
+        JsonlError: the file's lines are not `agent`'s, or with `auto` neither agent's.
     """
-    if agent == "auto":
-        found = detect_agent(file)
-    else:
-        found = agent
-        written_by = sniff_agent(file)
-        if written_by not in (None, agent):
-            raise JsonlError(
-                file, None, f"a {written_by} session file, not {agent}'s (--from auto tells them)"
-            )
+    found = check_format(file, agent)
+    if found == "jsonl":
+        raise JsonlError(
+            file, None, f"looks like {FORMAT_NAMES['jsonl']}, not a pi or Claude Code file"
+        )
     if file.parent.name == "subagents" and found == "claude-code":
         parent = file.parent.parent.name
         return ForeignTarget(file, found, f"{parent}~{file.stem}", parent)

@@ -18,14 +18,17 @@ from memstore import jsjson
 from memstore.errors import InvalidJsonError, JsonlError
 from memstore.jsonl import BOM, Line, turn_problem
 from memstore.store.compaction import METADATA_KEY
+from memstore.types import MAX_CREATED_AT, MIN_CREATED_AT
 
 __all__ = [
     "AGENTS",
     "Entry",
     "ForeignReader",
+    "Mapper",
     "Problem",
     "SessionFacts",
     "Tree",
+    "Unmapped",
     "UsageRow",
     "as_float",
     "as_int",
@@ -44,6 +47,10 @@ AGENTS = ("pi", "claude-code")
 
 class Problem(ValueError):  # noqa: N818 (not raised out of memstore: becomes a JsonlError)
     """What is wrong with one line; the reader's caller names the file and line."""
+
+
+class Unmapped(Problem):
+    """A well-formed part of a kind memstore has no block for: kept as it is, without a note."""
 
 
 class UsageRow(NamedTuple):
@@ -145,29 +152,37 @@ def decode_line(path: object, line: Line) -> tuple[str, Any]:
     return raw, value if isinstance(value, dict) else None
 
 
-def lenient(block: Callable[[Any], dict[str, Any]], prefix: str) -> Callable[[Any], dict[str, Any]]:
-    """`block`, except that a part it refuses is kept as an unknown block `<prefix>.<type>`."""
+Mapper = Callable[[Any, list[str]], dict[str, Any]]
+"""Maps a content part to a memstore block, noting in the list what it could not keep whole."""
 
-    def mapped(part: Any) -> dict[str, Any]:
+
+def lenient(block: Callable[[Any], dict[str, Any]], prefix: str) -> Mapper:
+    """`block`, except that a string among the parts is a text block (its text is kept and
+    searched), and a part it refuses is kept as an unknown block `<prefix>.<type>`: silently
+    for a kind memstore has no block for (`Unmapped`), with a note for a malformed part."""
+
+    def mapped(part: Any, notes: list[str]) -> dict[str, Any]:
+        if isinstance(part, str):
+            return {"kind": "text", "text": part}
         try:
             return block(part)
-        except Problem:
+        except Problem as problem:
             kind = part.get("type") if isinstance(part, dict) else None
-            return {
-                "kind": f"{prefix}.{kind if isinstance(kind, str) else 'invalid'}",
-                "part": part,
-            }
+            name = f"{prefix}.{kind if isinstance(kind, str) else 'invalid'}"
+            if not isinstance(problem, Unmapped):
+                notes.append(f"{problem}; kept as a {name} block, which search does not read")
+            return {"kind": name, "part": part}
 
     return mapped
 
 
-def content_blocks(content: Any, block: Callable[[Any], dict[str, Any]]) -> list[dict[str, Any]]:
+def content_blocks(content: Any, block: Mapper, notes: list[str]) -> list[dict[str, Any]]:
     """memstore blocks from a message's content: a string, or parts that `block` maps."""
     if content is None:
         return []
     if isinstance(content, str):
         return [{"kind": "text", "text": content}]
-    return [block(part) for part in need(content, list, "message content")]
+    return [block(part, notes) for part in need(content, list, "message content")]
 
 
 def shared_block(part: dict[str, Any], call_type: str, input_key: str) -> dict[str, Any] | None:
@@ -193,13 +208,15 @@ def need(value: Any, kind: type | tuple[type, ...], what: str) -> Any:
 
 
 def epoch_ms(value: Any, fallback: int = 0) -> int:
-    """Epoch milliseconds from a number or an ISO 8601 time; `fallback` when neither."""
+    """Epoch milliseconds from a number or an ISO 8601 time; `fallback` when neither.
+
+    Raises:
+        Problem: a number outside the signed 64-bit range both databases hold.
+    """
     if isinstance(value, bool):
         return fallback
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
+    if isinstance(value, int) or (isinstance(value, float) and value.is_integer()):
+        return _in_range(int(value), value)
     if isinstance(value, str):
         try:
             moment = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
@@ -209,6 +226,16 @@ def epoch_ms(value: Any, fallback: int = 0) -> int:
             moment = moment.replace(tzinfo=datetime.UTC)
         return int(moment.timestamp() * 1000)
     return fallback
+
+
+def _in_range(milliseconds: int, written: Any) -> int:
+    """`milliseconds` if the databases can hold it; else Problem naming the time as written."""
+    if not MIN_CREATED_AT <= milliseconds <= MAX_CREATED_AT:
+        raise Problem(
+            f"timestamp {written!r} is out of range: the databases hold times (epoch "
+            "milliseconds) from -2**63 to 2**63-1"
+        )
+    return milliseconds
 
 
 def checked_turn(turn: dict[str, Any]) -> dict[str, Any]:

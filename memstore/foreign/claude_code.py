@@ -18,9 +18,9 @@ from typing import Any
 
 from memstore.foreign._common import (
     Entry,
-    Problem,
     SessionFacts,
     Tree,
+    Unmapped,
     UsageRow,
     as_float,
     as_int,
@@ -85,7 +85,7 @@ class ClaudeCodeReader:
         condensed_from = self.condensed_from.get(parent) if parent is not None else None
         if condensed_from is None:  # older transcripts put it on the summary itself
             condensed_from = self._anchor(value.get("logicalParentUuid"))
-        turn, usage = _turn(value, condensed_from)
+        turn, usage = _turn(value, condensed_from, self.facts.notes)
         self.tree.add(entry_id, entry_id)
         self.nodes.add(entry_id)
         if value.get("isSidechain"):
@@ -160,12 +160,12 @@ class ClaudeCodeReader:
 
 
 def _turn(
-    value: dict[str, Any], condensed_from: str | None
+    value: dict[str, Any], condensed_from: str | None, notes: list[str]
 ) -> tuple[dict[str, Any], UsageRow | None]:
     """A message's turn and usage; a compact summary (under its boundary) names the node the
-    conversation it condenses ended at."""
+    conversation it condenses ended at. What its content could not keep whole goes to `notes`."""
     message = value["message"]
-    blocks = content_blocks(message.get("content"), _block)
+    blocks = content_blocks(message.get("content"), _block, notes)
     if value.get("isCompactSummary"):
         text = "\n".join(block["text"] for block in blocks if block["kind"] == "text")
         record = {"fromNodeId": condensed_from, "source": "claude-code"}
@@ -193,7 +193,7 @@ def _block(part: Any) -> dict[str, Any]:
             media = need(source.get("media_type"), str, "image media_type")
             data = need(source.get("data"), str, "image data")
             return {"kind": "image", "mediaType": media, "dataBase64": data}
-    raise Problem("not a content block memstore maps")
+    raise Unmapped("not a content block memstore maps")
 
 
 def _is_tool_result(message: dict[str, Any]) -> bool:

@@ -19,6 +19,7 @@ from memstore.foreign._common import (
     Problem,
     SessionFacts,
     Tree,
+    Unmapped,
     UsageRow,
     as_float,
     as_int,
@@ -98,10 +99,10 @@ class PiReader:
         if kind == "message":
             message = need(value.get("message"), dict, '"message"')
             created = epoch_ms(message.get("timestamp"), created)
-            turn, usage = message_turn(message)
+            turn, usage = message_turn(message, self.facts.notes)
             return Entry(entry_id, anchor, created, checked_turn(turn), usage)
         if kind == "custom_message":
-            turn = {"role": "user", "blocks": _content(value.get("content"))}
+            turn = {"role": "user", "blocks": _content(value.get("content"), self.facts.notes)}
             return Entry(entry_id, anchor, created, checked_turn(turn))
         if kind == "compaction":
             summary = need(value.get("summary"), str, "compaction summary")
@@ -144,14 +145,19 @@ class PiReader:
             self.facts.tags = set(self.labels.values())
 
 
-def message_turn(message: dict[str, Any]) -> tuple[dict[str, Any], UsageRow | None]:
-    """The turn (and provider usage) of a pi message, by its role."""
+def message_turn(
+    message: dict[str, Any], notes: list[str]
+) -> tuple[dict[str, Any], UsageRow | None]:
+    """The turn (and provider usage) of a pi message, by its role; what its content could not
+    keep whole goes to `notes`."""
     role = message.get("role")
     if role == "assistant":
-        return {"role": "assistant", "blocks": _content(message.get("content"))}, _usage(message)
+        return {"role": "assistant", "blocks": _content(message.get("content"), notes)}, _usage(
+            message
+        )
     if role == "toolResult":
         call_id = need(message.get("toolCallId"), str, "toolResult toolCallId")
-        parts = _content(message.get("content"))
+        parts = _content(message.get("content"), notes)
         output = "\n".join(part["text"] for part in parts if part["kind"] == "text")
         result = {"kind": "tool_result", "callId": call_id, "output": output}
         if isinstance(message.get("isError"), bool):
@@ -161,12 +167,12 @@ def message_turn(message: dict[str, Any]) -> tuple[dict[str, Any], UsageRow | No
     if role == "bashExecution":
         text = f"$ {message.get('command', '')}\n{message.get('output', '')}"
         return {"role": "user", "blocks": [{"kind": "text", "text": text}]}, None
-    return {"role": "user", "blocks": _content(message.get("content"))}, None
+    return {"role": "user", "blocks": _content(message.get("content"), notes)}, None
 
 
-def _content(content: Any) -> list[dict[str, Any]]:
+def _content(content: Any, notes: list[str]) -> list[dict[str, Any]]:
     """memstore blocks from pi content: a string, or text/thinking/toolCall/image parts."""
-    return content_blocks(content, _block)
+    return content_blocks(content, _block, notes)
 
 
 @functools.partial(lenient, prefix="pi")
@@ -182,7 +188,7 @@ def _block(part: Any) -> dict[str, Any]:
             "mediaType": media,
             "dataBase64": need(part.get("data"), str, "image data"),
         }
-    raise Problem("not a content part memstore maps")
+    raise Unmapped("not a content part memstore maps")
 
 
 def _usage(message: dict[str, Any]) -> UsageRow:

@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 
 from memstore.errors import InvalidArgumentError, MemstoreError, ReadOnlyStoreError
 from memstore.graph import SessionGraph
-from memstore.store import compaction, foreign, importing, plans, search, transfer
+from memstore.store import compaction, foreign, importing, plans, search, sources, transfer
 from memstore.store.engine import (
     ASYNC_DRIVERS,
     BUSY_TIMEOUT_SECONDS,
@@ -477,7 +477,7 @@ class AsyncSessionStore:
         self,
         paths: Iterable[str | os.PathLike[str]],
         *,
-        source: str = "jsonl",
+        source: str = "auto",
         session_id: str | None = None,
         verify: bool = True,
         keep_mismatched: bool = False,
@@ -485,17 +485,22 @@ class AsyncSessionStore:
     ) -> ImportReport:
         """See `SessionStore.import_files`."""
         report = ImportReport()
-        targets = transfer.import_file_targets([Path(p) for p in paths], source, session_id)
-        for file, target, progress in transfer.each_file(targets, file_progress):
-            options: dict[str, Any] = {"verify": verify, "keep_mismatched": keep_mismatched}
+        for file, plan in sources.import_plans(
+            self.dialect,
+            paths,
+            source=source,
+            session_id=session_id,
+            migrators=self.migrators,
+            verify=verify,
+            keep_mismatched=keep_mismatched,
+            file_progress=file_progress,
+        ):
             try:
-                done = await self.import_file(
-                    file, source=source, session_id=target, progress=progress, **options
-                )
+                done = await self._run_blocking(plan, write=True, action=f"importing {file}")
             except MemstoreError as exc:
                 report.failures.append(exc)
             else:
-                report.files.extend(done.files)
+                report.files.append(done)
         return report
 
     async def import_file(

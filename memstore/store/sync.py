@@ -15,7 +15,7 @@ from sqlalchemy.engine import URL
 
 from memstore.errors import MemstoreError, ReadOnlyStoreError
 from memstore.graph import SessionGraph
-from memstore.store import compaction, foreign, importing, plans, search, transfer
+from memstore.store import compaction, foreign, importing, plans, search, sources, transfer
 from memstore.store.engine import DEFAULT_URL, LOCK_GAP_SECONDS, SCHEMA, WRITE, store_engine
 from memstore.store.errors import translate_database_errors
 from memstore.store.files import atomic_text_file
@@ -551,32 +551,38 @@ class SessionStore:
         self,
         paths: Iterable[str | os.PathLike[str]],
         *,
-        source: str = "jsonl",
+        source: str = "auto",
         session_id: str | None = None,
         verify: bool = True,
         keep_mismatched: bool = False,
         file_progress: FileProgress | None = None,
     ) -> ImportReport:
-        """Import every file `paths` name or hold, from `source` ("jsonl", "pi", "claude-code"
-        or "auto"), each in its own transaction. A file refused is kept in the report's
-        `failures` (it left no trace) and the others still import.
+        """Import every file `paths` name or hold (`~` is the home directory), each in its own
+        transaction, in the format `source` names: "auto" (each file's, told by its first
+        lines), "jsonl", "pi" or "claude-code". A file refused (its lines, or a format other
+        than `source`) or a path that cannot be read is kept in the report's `failures` (it
+        left no trace, not even an empty session) and the others still import.
 
         Raises:
-            InvalidArgumentError: an unknown source, or `session_id` for more than one legacy file.
-            JsonlError: a path that does not exist (before anything is imported).
+            InvalidArgumentError: an unknown source, or `session_id` for more than one file.
         """
         report = ImportReport()
-        targets = transfer.import_file_targets([Path(p) for p in paths], source, session_id)
-        for file, target, progress in transfer.each_file(targets, file_progress):
-            options: dict[str, Any] = {"verify": verify, "keep_mismatched": keep_mismatched}
+        for file, plan in sources.import_plans(
+            self.dialect,
+            paths,
+            source=source,
+            session_id=session_id,
+            migrators=self.migrators,
+            verify=verify,
+            keep_mismatched=keep_mismatched,
+            file_progress=file_progress,
+        ):
             try:
-                done = self.import_file(
-                    file, source=source, session_id=target, progress=progress, **options
-                )
+                done = self._run(plan, write=True, action=f"importing {file}")
             except MemstoreError as exc:
                 report.failures.append(exc)
             else:
-                report.files.extend(done.files)
+                report.files.append(done)
         return report
 
     def import_file(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
@@ -26,6 +26,7 @@ from memstore.jsonl import (
     head_line,
     node_line,
     read_records,
+    session_files,
     verify_node_id,
 )
 from memstore.store import importing
@@ -398,7 +399,10 @@ def import_file(
     progress: Progress | None = None,
 ) -> Plan[FileImport]:
     """Import one JSONL file into a session (incrementally); see the module docstring."""
+    from memstore.foreign import check_format  # here: memstore.foreign imports the store
+
     validate_session_id(session_id)
+    check_format(path, "jsonl")  # a pi or Claude Code file is refused, naming its format
     options = _ImportOptions(migrators, verify, keep_mismatched, progress)
     report = FileImport(path, session_id)
     with path.open("rb") as file:
@@ -498,69 +502,21 @@ def _import_records(
     return batch
 
 
-IMPORT_SOURCES = ("jsonl", "pi", "claude-code", "auto")
-"""What `SessionStore.import_files` reads: legacy JSONL, pi, Claude Code, or either."""
 FileProgress = Callable[[Path], AbstractContextManager[Progress | None]]
 """Given each file as its import starts: a context around that file's import, giving its
 progress callback (bytes read, records) or None."""
 
 
-def import_file_targets(
-    paths: Iterable[Path], source: str = "jsonl", session_id: str | None = None
-) -> list[tuple[Path, str | None]]:
-    """The (file, session id) pairs an import of `paths` from `source` covers: for legacy
-    JSONL each file or each `*.jsonl` of a directory (see `import_targets`); for the other
-    sources every `*.jsonl` file below a directory, the session id told by the file.
-
-    Raises:
-        InvalidArgumentError: an unknown source, or `session_id` for anything but one legacy file.
-        JsonlError: a path that does not exist, or a directory without session files.
-    """
-    from memstore.foreign import foreign_files  # here: memstore.foreign imports the store
-
-    if source not in IMPORT_SOURCES:
-        raise InvalidArgumentError(f"unknown source {source!r}; expected one of {IMPORT_SOURCES}")
-    paths = list(paths)
-    if session_id is not None and (source != "jsonl" or len(paths) != 1):
-        raise InvalidArgumentError(
-            "a session id names one legacy file's session (--from jsonl, one file)"
-        )
-    targets: list[tuple[Path, str | None]] = []
-    for path in paths:
-        if source == "jsonl":
-            found: list[tuple[Path, str | None]] = list(import_targets(path, session_id))
-        else:
-            found = [(file, None) for file in foreign_files(path)]
-        if not found:
-            kind = ".jsonl" if source == "jsonl" else "session"
-            raise JsonlError(path, None, f"no {kind} files in this directory: nothing to import")
-        targets.extend(found)
-    return targets
-
-
-def each_file(
-    targets: list[tuple[Path, str | None]], file_progress: FileProgress | None
-) -> Iterator[tuple[Path, str | None, Progress | None]]:
-    """Each (file, session id) with its progress callback, inside `file_progress`'s context
-    for that file while the caller imports it."""
-    for file, session_id in targets:
-        with file_progress(file) if file_progress is not None else nullcontext() as progress:
-            yield file, session_id, progress
-
-
 def import_targets(path: Path, session_id: str | None = None) -> list[tuple[Path, str]]:
     """The (file, session id) pairs an import of `path` covers: the file itself, or each
     `*.jsonl` file of a directory; a session id defaults to the file name's stem."""
-    if path.is_dir():
-        if session_id is not None:
-            raise InvalidArgumentError(
-                f"{path} is a directory: a session id can only be given for a single file"
-            )
-        files = sorted(item for item in path.glob("*.jsonl") if item.is_file())
-        return [(file, file.stem) for file in files]
-    if not path.is_file():
-        raise JsonlError(path, None, "no such file or directory")
-    return [(path, path.stem if session_id is None else session_id)]
+    path = path.expanduser()
+    files = session_files(path, recursive=False)
+    if session_id is not None and files != [path]:
+        raise InvalidArgumentError(
+            f"{path} is a directory: a session id can only be given for a single file"
+        )
+    return [(file, file.stem if session_id is None else session_id) for file in files]
 
 
 def import_plans(
