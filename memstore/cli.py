@@ -198,11 +198,38 @@ def db_downgrade(
 def _confirm_dropping_everything(store: SessionStore) -> None:
     """Ask before `db downgrade base` deletes every session; refuse when nobody can answer."""
     count = len(store.list_sessions()) if store.schema_revision() else 0
-    question = f"Drop memstore's tables and the {count} session(s) they hold?"
+    _confirm(f"Drop memstore's tables and the {count} session(s) they hold?", "dropped")
+
+
+def _confirm(question: str, undone: str) -> None:
+    """Ask `question` on a terminal; without one, refuse (nothing was `undone`) unless --yes."""
     if not sys.stdin.isatty():
-        raise InvalidArgumentError(f"{question} Nothing was dropped: pass --yes to confirm.")
+        raise InvalidArgumentError(f"{question} Nothing was {undone}: pass --yes to confirm.")
     if not typer.confirm(question, default=False, err=True):
         raise typer.Exit(1)
+
+
+@app.command("delete")
+@friendly_errors
+def delete(
+    ctx: typer.Context,
+    sessions: Annotated[
+        list[str], typer.Argument(help="The sessions to delete.", show_default=False)
+    ],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Delete without asking.")] = False,
+) -> None:
+    """Delete sessions, every branch and record of them (after asking, unless `--yes`).
+
+    Every session named must exist; nothing is deleted otherwise.
+    """
+    with open_store(ctx) as store:
+        for session in sessions:
+            existing_session(store, session)
+        if not yes:
+            _confirm(f"Delete {len(sessions)} session(s): {', '.join(sessions)}?", "deleted")
+        for session in sessions:
+            store.delete_session(session)
+            out.print(f"deleted {escape(session)}", soft_wrap=True, highlight=False)
 
 
 @db_app.command("current")

@@ -244,3 +244,39 @@ def test_compacting_an_empty_session_says_it_is_empty(sqlite_url: str, tmp_path:
     done = memstore(sqlite_url, "import", str(LEGACY / "branching.jsonl"))
     done = memstore(sqlite_url, "compact", "branching", "--keep-recent", "50")
     assert "nothing to condense: all 12 turns of the head's path are kept" in done.stdout
+
+
+# --- delete (issue 27 item 14) ----------------------------------------------------------------
+
+
+def two_sessions(db: str) -> None:
+    for name in ("a", "b"):
+        done = memstore(db, "import", str(LEGACY / "linear-chat.jsonl"), "--session", name)
+        assert done.returncode == 0, done.stderr
+
+
+def test_delete_without_a_terminal_refuses_unless_yes(sqlite_url: str) -> None:
+    two_sessions(sqlite_url)
+    done = subprocess.run(
+        [sys.executable, "-m", "memstore.cli", "--db", sqlite_url, "delete", "a"],
+        capture_output=True,
+        text=True,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 2
+    assert "Nothing was deleted: pass --yes to confirm." in flat(done.stderr)
+    assert sorted(session_ids(sqlite_url)) == ["a", "b"]
+    done = memstore(sqlite_url, "delete", "a", "--yes")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "deleted a\n"
+    assert session_ids(sqlite_url) == ["b"]
+
+
+def test_delete_of_a_missing_session_deletes_nothing(sqlite_url: str) -> None:
+    two_sessions(sqlite_url)
+    done = memstore(sqlite_url, "delete", "a", "nope", "--yes")
+    assert done.returncode == 1
+    (line,) = done.stderr.strip().splitlines()
+    assert "nope" in line
+    assert sorted(session_ids(sqlite_url)) == ["a", "b"]
