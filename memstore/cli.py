@@ -12,6 +12,7 @@ import functools
 import io
 import json
 import logging
+import os
 import signal
 import sys
 import threading
@@ -72,12 +73,28 @@ def friendly_errors(command: Callable[P, R]) -> Callable[P, R]:
     @functools.wraps(command)
     def run(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
-            return command(*args, **kwargs)
+            result = command(*args, **kwargs)
+            sys.stdout.flush()  # an output error (a full disk, a closed pipe) surfaces here
+            return result
         except MemstoreError as exc:
             err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
             raise typer.Exit(2 if isinstance(exc, InvalidArgumentError) else 1) from exc
+        except OSError as exc:
+            _drop_standard_output()
+            err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+            raise typer.Exit(1) from exc
 
     return run
+
+
+def _drop_standard_output() -> None:
+    """Point standard output at /dev/null, so that its unwritable buffer is not flushed again
+    at exit (which would print a second error, with a traceback)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, io.UnsupportedOperation):
+        pass  # not a real file (a test's capture): nothing will flush it at exit
 
 
 def open_store(
@@ -1013,6 +1030,10 @@ def demo(
     legacy JSONL files imported) and show a tree, a search, a SQL query and an export."""
     from memstore.demo import run_demo
 
+    try:
+        workdir.mkdir(parents=True, exist_ok=True)  # before anything is written
+    except OSError as exc:
+        raise OutputFileError(f"--workdir {workdir}: {exc.strerror or exc}") from exc
     with open_store(ctx) as store:
         run_demo(store, out, workdir)
 

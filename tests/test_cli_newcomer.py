@@ -280,3 +280,53 @@ def test_delete_of_a_missing_session_deletes_nothing(sqlite_url: str) -> None:
     (line,) = done.stderr.strip().splitlines()
     assert "nope" in line
     assert sorted(session_ids(sqlite_url)) == ["a", "b"]
+
+
+# --- errors are one line (issue 27 item 15) ---------------------------------------------------
+
+
+def error_line(done: subprocess.CompletedProcess[str]) -> str:
+    """The one line a failed command printed on stderr (exit status 1)."""
+    assert done.returncode == 1, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    return line
+
+
+@pytest.mark.parametrize("workdir", ["/proc/nope", "/etc/passwd"])
+def test_demo_with_an_unusable_workdir_is_one_line_before_anything_is_written(
+    sqlite_url: str, workdir: str
+) -> None:
+    done = memstore(sqlite_url, "demo", "--workdir", workdir)
+    line = error_line(done)
+    assert line.startswith(f"error: --workdir {workdir}: ")
+    assert not Path(sqlite_url.removeprefix("sqlite:///")).exists()
+
+
+def test_output_to_a_full_disk_is_one_line(sqlite_url: str) -> None:
+    two_sessions(sqlite_url)
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "memstore.cli", "--db", sqlite_url, "sessions", "--json"],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+        )
+    line = error_line(done)
+    assert line.startswith("error: [Errno 28] No space left on device")
+
+
+def test_compact_with_a_model_invoker_without_the_models_extra_is_one_line(
+    sqlite_url: str,
+) -> None:
+    two_sessions(sqlite_url)
+    without_httpx = "import sys; sys.modules['httpx'] = None; from memstore.cli import main; main()"
+    command = ["--db", sqlite_url, "compact", "a", "--invoker", "openai", "--model", "m"]
+    done = subprocess.run(
+        [sys.executable, "-c", without_httpx, *command],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    line = error_line(done)
+    assert line.startswith("error: memstore.invokers.openai_compatible needs the 'models' extra")
