@@ -978,16 +978,11 @@ def compact(
 
     The old branch stays in place; the head moves to the new branch.
     """
-    from memstore.condense import minimum_window, request_budget
+    from memstore.condense import check_window
     from memstore.types import CompactionPolicy, ModelCard
 
     card = ModelCard(id=model, context_window=window, max_output_tokens=max_output)
-    if request_budget(card) is None:
-        raise typer.BadParameter(
-            f"a window of {window} tokens cannot hold the summarizing request and its reply; "
-            f"give at least {minimum_window(max_output)}",
-            param_hint="'--window'",
-        )
+    check_window(card)  # before the database is opened (the library checks it too)
     with open_store(ctx) as store:
         existing_session(store, session)
         chosen = _invoker(invoker, model, base_url)

@@ -204,7 +204,7 @@ def test_negative_counts_are_refused_alike(imported: str, args: list[str]) -> No
 def test_a_window_too_small_for_the_request_is_refused(large: str) -> None:
     done = memstore(large, "compact", "large-session", "--window", "10")
     assert done.returncode == 2
-    assert "a window of 10 tokens cannot hold" in flat(done.stderr)
+    assert "a context window of 10 tokens cannot hold" in flat(done.stderr)
     assert "give at least" in flat(done.stderr)
     show = memstore(large, "show", "large-session", "--last", "1", "--json")
     assert json.loads(show.stdout)[0]["id"] == "0ba4d965ed6b683279ad378318db02b1"
