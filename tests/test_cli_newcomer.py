@@ -330,3 +330,17 @@ def test_compact_with_a_model_invoker_without_the_models_extra_is_one_line(
     )
     line = error_line(done)
     assert line.startswith("error: memstore.invokers.openai_compatible needs the 'models' extra")
+
+
+# --- demo on PostgreSQL (issue 27 item 16) -----------------------------------------------------
+
+
+def test_demo_on_postgresql_with_a_superuser_login_skips_the_sql_step_in_one_line(
+    postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("MEMSTORE_READ_URL")  # the test server's own login: a superuser
+    done = memstore(postgres_url, "demo", "--workdir", str(tmp_path / "demo"), columns=200)
+    assert done.returncode == 0, done.stderr
+    (skipped,) = [line for line in done.stdout.splitlines() if line.startswith("sql: skipped:")]
+    assert "--read-url" in skipped
+    assert "byte-identical to the original: True" in done.stdout
