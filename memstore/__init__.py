@@ -24,6 +24,7 @@ from memstore.errors import (
     JsonlError,
     MemstoreError,
     MigrationError,
+    MissingExtraError,
     NodeConflictError,
     OutputFileError,
     QueryError,
@@ -212,9 +213,7 @@ def __getattr__(name: str) -> Any:
     except ImportError as exc:
         if module_name != "memstore.store.aio":
             raise
-        from memstore._package import install_hint
-
-        raise ImportError(f"{name} needs the async extra: {install_hint('async')} ({exc})") from exc
+        raise MissingExtraError(name, "async", exc) from exc
     value = getattr(module, name)
     globals()[name] = value
     return value
@@ -256,6 +255,7 @@ __all__ = [
     "MemstoreError",
     "MigrationError",
     "Migrator",
+    "MissingExtraError",
     "ModelCard",
     "ModelInvoker",
     "NodeConflictError",

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal, NamedTuple, TypeAlias
 
@@ -30,6 +30,7 @@ from memstore._wire import _Wire
 
 __all__ = [
     "BLOCK_CLASSES",
+    "MAX_JSON_DEPTH",
     "Block",
     "BlockBase",
     "BlockColumns",
@@ -43,6 +44,7 @@ __all__ = [
     "WireField",
     "block_class",
     "block_problem",
+    "nesting_problem",
     "per_kind",
     "turn_problem",
     "utf16_length",
@@ -458,4 +460,78 @@ def turn_problem(turn: Any) -> str | None:
         problem = block_problem(block)
         if problem is not None:
             return f"turn.blocks[{index}] {problem}"
+    return nesting_problem(turn)
+
+
+MAX_JSON_DEPTH = 1000
+"""Levels of arrays and objects a turn's JSON may nest, the turn itself being the first: SQLite's
+JSON functions (its search index, deletes, `memstore sql`) cannot read deeper text (SQLite 3.45
+and later stop at 1,000 levels), so both backends refuse such a turn when it enters."""
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _children(value: Any) -> Iterable[Any] | None:
+    """The values inside a JSON container (a dict, list, tuple or wire model); None for a
+    scalar."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return None
+    if kind is dict or kind is list or isinstance(value, tuple):
+        return value.values() if kind is dict else value  # type: ignore[no-any-return]
+    if isinstance(value, Mapping):
+        return value.values()
+    if isinstance(value, _Wire):
+        return [*value.__dict__.values(), *(value.__pydantic_extra__ or {}).values()]
     return None
+
+
+def _steps(value: Any) -> list[tuple[str, Any]]:
+    """The children of a JSON container with their path steps (`.key`, `[index]`)."""
+    if isinstance(value, _Wire):
+        names = type(value)._wire_names()
+        extra = value.__pydantic_extra__ or {}
+        value = {**{names.get(key, key): item for key, item in value.__dict__.items()}, **extra}
+    if isinstance(value, Mapping):
+        return [(f".{key}", child) for key, child in value.items()]
+    return [(f"[{index}]", child) for index, child in enumerate(value)]
+
+
+def _deeper_than(value: Any, levels: int) -> bool:
+    """Whether `value` nests more than `levels` arrays and objects (found without recursion,
+    so that any depth is measured; every turn stored passes here, so plain dicts and lists
+    take the short way)."""
+    stack = [(value, 1)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        item, depth = pop()
+        kind = type(item)
+        children = item.values() if kind is dict else item if kind is list else _children(item)
+        if children is None:
+            continue
+        if depth > levels:
+            return True
+        for child in children:
+            if type(child) not in _SCALARS:
+                push((child, depth + 1))
+    return False
+
+
+def nesting_problem(turn: Any) -> str | None:
+    """What is wrong with a turn that nests more than MAX_JSON_DEPTH levels, naming the field
+    that goes too deep (`turn.blocks[0].input`, `turn.meta`); None for any other turn."""
+    if not _deeper_than(turn, MAX_JSON_DEPTH):
+        return None
+    where, value, depth = "turn", turn, 1
+    while where.count(".") < 2 and not (depth == 2 and where != "turn.blocks"):
+        step, value = next(
+            (step, child)
+            for step, child in _steps(value)
+            if _deeper_than(child, MAX_JSON_DEPTH - depth)
+        )
+        where, depth = where + step, depth + 1
+    return (
+        f"{where} nests arrays and objects more than {MAX_JSON_DEPTH} levels deep (counting the "
+        "turn itself): memstore refuses such turns on every backend, since SQLite cannot read them"
+    )

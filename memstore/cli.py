@@ -12,6 +12,7 @@ import functools
 import io
 import json
 import logging
+import os
 import signal
 import sys
 import threading
@@ -72,12 +73,28 @@ def friendly_errors(command: Callable[P, R]) -> Callable[P, R]:
     @functools.wraps(command)
     def run(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
-            return command(*args, **kwargs)
+            result = command(*args, **kwargs)
+            sys.stdout.flush()  # an output error (a full disk, a closed pipe) surfaces here
+            return result
         except MemstoreError as exc:
             err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
             raise typer.Exit(2 if isinstance(exc, InvalidArgumentError) else 1) from exc
+        except OSError as exc:
+            _drop_standard_output()
+            err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+            raise typer.Exit(1) from exc
 
     return run
+
+
+def _drop_standard_output() -> None:
+    """Point standard output at /dev/null, so that its unwritable buffer is not flushed again
+    at exit (which would print a second error, with a traceback)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, io.UnsupportedOperation):
+        pass  # not a real file (a test's capture): nothing will flush it at exit
 
 
 def open_store(
@@ -198,11 +215,38 @@ def db_downgrade(
 def _confirm_dropping_everything(store: SessionStore) -> None:
     """Ask before `db downgrade base` deletes every session; refuse when nobody can answer."""
     count = len(store.list_sessions()) if store.schema_revision() else 0
-    question = f"Drop memstore's tables and the {count} session(s) they hold?"
+    _confirm(f"Drop memstore's tables and the {count} session(s) they hold?", "dropped")
+
+
+def _confirm(question: str, undone: str) -> None:
+    """Ask `question` on a terminal; without one, refuse (nothing was `undone`) unless --yes."""
     if not sys.stdin.isatty():
-        raise InvalidArgumentError(f"{question} Nothing was dropped: pass --yes to confirm.")
+        raise InvalidArgumentError(f"{question} Nothing was {undone}: pass --yes to confirm.")
     if not typer.confirm(question, default=False, err=True):
         raise typer.Exit(1)
+
+
+@app.command("delete")
+@friendly_errors
+def delete(
+    ctx: typer.Context,
+    sessions: Annotated[
+        list[str], typer.Argument(help="The sessions to delete.", show_default=False)
+    ],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Delete without asking.")] = False,
+) -> None:
+    """Delete sessions, every branch and record of them (after asking, unless `--yes`).
+
+    Every session named must exist; nothing is deleted otherwise.
+    """
+    with open_store(ctx) as store:
+        for session in sessions:
+            existing_session(store, session)
+        if not yes:
+            _confirm(f"Delete {len(sessions)} session(s): {', '.join(sessions)}?", "deleted")
+        for session in sessions:
+            store.delete_session(session)
+            out.print(f"deleted {escape(session)}", soft_wrap=True, highlight=False)
 
 
 @db_app.command("current")
@@ -973,16 +1017,11 @@ def compact(
 
     The old branch stays in place; the head moves to the new branch.
     """
-    from memstore.condense import minimum_window, request_budget
+    from memstore.condense import check_window
     from memstore.types import CompactionPolicy, ModelCard
 
     card = ModelCard(id=model, context_window=window, max_output_tokens=max_output)
-    if request_budget(card) is None:
-        raise typer.BadParameter(
-            f"a window of {window} tokens cannot hold the summarizing request and its reply; "
-            f"give at least {minimum_window(max_output)}",
-            param_hint="'--window'",
-        )
+    check_window(card)  # before the database is opened (the library checks it too)
     with open_store(ctx) as store:
         existing_session(store, session)
         chosen = _invoker(invoker, model, base_url)
@@ -1025,6 +1064,10 @@ def demo(
     legacy JSONL files imported) and show a tree, a search, a SQL query and an export."""
     from memstore.demo import run_demo
 
+    try:
+        workdir.mkdir(parents=True, exist_ok=True)  # before anything is written
+    except OSError as exc:
+        raise OutputFileError(f"--workdir {workdir}: {exc.strerror or exc}") from exc
     with open_store(ctx) as store:
         run_demo(store, out, workdir)
 

@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from memstore.blocks import block_class, per_kind, utf16_length
-from memstore.errors import CondensationError
+from memstore.errors import CondensationError, InvalidArgumentError
 from memstore.types import (
     Channel,
     CompactionPolicy,
@@ -40,6 +40,7 @@ __all__ = [
     "DISTILL_PREAMBLE",
     "MERGE_PREAMBLE",
     "SUMMARY_HEADING",
+    "check_window",
     "compact",
     "estimate_context_tokens",
     "find_cut_point",
@@ -383,6 +384,19 @@ def request_budget(model: ModelCard) -> int | None:
     """The tokens one summarizing request may hold on this card; None if the window is too small."""
     budget = model.context_window - _reply_reserve(model)
     return budget if budget >= minimum_budget() else None
+
+
+def check_window(model: ModelCard) -> None:
+    """Refuse a card whose window cannot hold a summarizing request and its reply.
+
+    Raises:
+        InvalidArgumentError: naming the window and the smallest one that works.
+    """
+    if request_budget(model) is None:
+        raise InvalidArgumentError(
+            f"a context window of {model.context_window} tokens cannot hold the summarizing "
+            f"request and its reply; give at least {minimum_window(model.max_output_tokens)}"
+        )
 
 
 def minimum_window(max_output_tokens: int | None = None) -> int:

@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from memstore.condense import estimate_context_tokens, find_cut_point, should_compact
+from memstore.errors import QueryError
 from memstore.graph import SessionGraph
 from memstore.jsonl import JsonlSessionStore, session_file
 from memstore.store import SessionStore
@@ -169,6 +170,15 @@ def _sql_table(store: SessionStore, statement: str) -> Table:
     return table
 
 
+def _show_sql(store: SessionStore, console: Console) -> None:
+    """The SQL step, or one line saying why it was skipped and how to run it (a PostgreSQL
+    superuser login, as in most development setups, may not run read-only queries)."""
+    try:
+        console.print(_sql_table(store, SQL_EXAMPLE))
+    except QueryError as exc:
+        console.print(f"sql: skipped: {escape(str(exc))}", soft_wrap=True, highlight=False)
+
+
 def _condensation_line(store: SessionStore) -> str:
     path = store.load_path("demo-config-parser")
     card = ModelCard(id="small-model", context_window=100)
@@ -194,7 +204,7 @@ def run_demo(store: SessionStore, console: Console, workdir: Path) -> None:
     console.print(_sessions_table(store))
     console.print(render_tree(store.load_session("demo-config-parser")))
     console.print(_search_table(store, "upload race"))
-    console.print(_sql_table(store, SQL_EXAMPLE))
+    _show_sql(store, console)
     exported = workdir / "exported.jsonl"
     store.export_jsonl(legacy[0].stem, exported)
     same = exported.read_bytes() == legacy[0].read_bytes()

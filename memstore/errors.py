@@ -11,6 +11,7 @@ MemstoreError
 │   └── BrokenLineageError  a parent link that leads nowhere, or in a circle
 ├── CondensationError       a summary could not be produced; the history is untouched
 ├── InvokerConfigError      a model invoker missing a key, a model or a valid URL
+├── MissingExtraError       an optional extra not installed (an adapter, the HTTP invokers)
 ├── JsonlError              a session file refused, naming the file and line
 ├── OutputFileError         an export target that cannot be written (a directory, no space)
 └── StoreError              the session store refused an operation
@@ -170,6 +171,16 @@ class MigrationError(StoreError):
 
 class InvokerConfigError(MemstoreError, ValueError):
     """An invoker was configured without something it needs: an API key, a model, a valid URL."""
+
+
+class MissingExtraError(MemstoreError, ImportError):
+    """An optional extra's package is not installed; the message names the pip command."""
+
+    def __init__(self, what: str, extra: str, cause: ImportError) -> None:
+        from memstore._package import install_hint
+
+        super().__init__(f"{what} needs the '{extra}' extra: {install_hint(extra)} ({cause})")
+        self.extra = extra
 
 
 class OutputFileError(MemstoreError, OSError):

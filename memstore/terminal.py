@@ -21,7 +21,7 @@ from memstore.graph import SessionGraph
 from memstore.render._common import turn_preview
 from memstore.types import SessionNode
 
-__all__ = ["data_table", "format_time", "render_transcript", "render_tree"]
+__all__ = ["data_table", "format_time", "render_transcript", "render_tree", "short_ids"]
 
 PREVIEW = 70
 TEXT_MIN_WIDTH = 12  # what a text column keeps, at least, beside whole copyable columns
@@ -36,10 +36,40 @@ def _one_line(node: SessionNode) -> str:
     return escape(turn_preview(node, PREVIEW))
 
 
-def _label(node: SessionNode, head: str | None) -> str:
+SHORT_ID = 8
+"""Characters of a node id shown at least; more where another id of the session shares them."""
+
+
+def short_ids(ids: Sequence[str], minimum: int = SHORT_ID) -> dict[str, str]:
+    """Each id's shortest prefix (of at least `minimum` characters) that no other id starts
+    with, as git shortens hashes; an id that starts another is shown whole (it resolves as
+    itself). `show --leaf` resolves any of these to the id it came from."""
+    ordered = sorted(set(ids))
+    shared = [0] * len(ordered)
+    for index in range(1, len(ordered)):
+        common = _common_prefix(ordered[index - 1], ordered[index])
+        shared[index - 1] = max(shared[index - 1], common)
+        shared[index] = common
+    return {
+        node_id: node_id[: max(minimum, common + 1)]
+        for node_id, common in zip(ordered, shared, strict=True)
+    }
+
+
+def _common_prefix(first: str, second: str) -> int:
+    """How many leading characters two strings share."""
+    length = 0
+    for a, b in zip(first, second, strict=False):
+        if a != b:
+            break
+        length += 1
+    return length
+
+
+def _label(node: SessionNode, head: str | None, short: str) -> str:
     # The marker comes before the preview, which a narrow terminal cuts.
     marker = " [bold yellow]◀ head[/bold yellow]" if node.id == head else ""
-    return f"[dim]{node.id[:8]}[/dim]{marker} [b]{node.turn.role}[/b]: {_one_line(node)}"
+    return f"[dim]{escape(short)}[/dim]{marker} [b]{node.turn.role}[/b]: {_one_line(node)}"
 
 
 def render_tree(graph: SessionGraph) -> Tree:
@@ -53,6 +83,7 @@ def render_tree(graph: SessionGraph) -> Tree:
     children: dict[str | None, list[SessionNode]] = {}
     for node in graph.all():
         children.setdefault(node.parent, []).append(node)
+    short = short_ids([node.id for node in graph.all()])
     tree = Tree(f"[bold]{escape(graph.session_id)}[/bold]")
     pending = [(tree, root) for root in reversed(children.get(None, []))]
     while pending:
@@ -60,7 +91,7 @@ def render_tree(graph: SessionGraph) -> Tree:
         run = [first]
         while len(kids := children.get(run[-1].id, [])) == 1:
             run.append(kids[0])
-        lines = "\n".join(_label(node, graph.leaf) for node in run)
+        lines = "\n".join(_label(node, graph.leaf, short[node.id]) for node in run)
         label = Text.from_markup(lines, overflow="ellipsis")
         label.no_wrap = True  # a turn is one line: a wrapped one would look like another turn
         item = container.add(label)

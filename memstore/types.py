@@ -28,6 +28,7 @@ from pydantic import (
     TypeAdapter,
     ValidationError,
     WrapSerializer,
+    model_validator,
 )
 
 from memstore import jsjson
@@ -57,6 +58,7 @@ from memstore.blocks import (
     ToolCallBlock,
     ToolResultBlock,
     UnknownBlock,
+    nesting_problem,
     turn_problem,
 )
 from memstore.errors import InvalidSessionIdError, InvalidTurnError
@@ -140,6 +142,15 @@ class Turn(_Wire):
 
     role: Role
     blocks: Annotated[tuple[Block, ...], WrapSerializer(_as_list)]
+
+    @model_validator(mode="after")
+    def _within_json_depth(self) -> Self:
+        """Refuse a turn deeper than MAX_JSON_DEPTH, however it is built (the JSON importers
+        check the same rule through `turn_problem`)."""
+        problem = nesting_problem(self)
+        if problem is not None:
+            raise ValueError(problem)
+        return self
 
     def to_json(self) -> JsonDict:
         """The wire form: a plain dict in the original key order, unknown keys included."""

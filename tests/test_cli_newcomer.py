@@ -204,7 +204,7 @@ def test_negative_counts_are_refused_alike(imported: str, args: list[str]) -> No
 def test_a_window_too_small_for_the_request_is_refused(large: str) -> None:
     done = memstore(large, "compact", "large-session", "--window", "10")
     assert done.returncode == 2
-    assert "a window of 10 tokens cannot hold" in flat(done.stderr)
+    assert "a context window of 10 tokens cannot hold" in flat(done.stderr)
     assert "give at least" in flat(done.stderr)
     show = memstore(large, "show", "large-session", "--last", "1", "--json")
     assert json.loads(show.stdout)[0]["id"] == "0ba4d965ed6b683279ad378318db02b1"
@@ -244,3 +244,103 @@ def test_compacting_an_empty_session_says_it_is_empty(sqlite_url: str, tmp_path:
     done = memstore(sqlite_url, "import", str(LEGACY / "branching.jsonl"))
     done = memstore(sqlite_url, "compact", "branching", "--keep-recent", "50")
     assert "nothing to condense: all 12 turns of the head's path are kept" in done.stdout
+
+
+# --- delete (issue 27 item 14) ----------------------------------------------------------------
+
+
+def two_sessions(db: str) -> None:
+    for name in ("a", "b"):
+        done = memstore(db, "import", str(LEGACY / "linear-chat.jsonl"), "--session", name)
+        assert done.returncode == 0, done.stderr
+
+
+def test_delete_without_a_terminal_refuses_unless_yes(sqlite_url: str) -> None:
+    two_sessions(sqlite_url)
+    done = subprocess.run(
+        [sys.executable, "-m", "memstore.cli", "--db", sqlite_url, "delete", "a"],
+        capture_output=True,
+        text=True,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 2
+    assert "Nothing was deleted: pass --yes to confirm." in flat(done.stderr)
+    assert sorted(session_ids(sqlite_url)) == ["a", "b"]
+    done = memstore(sqlite_url, "delete", "a", "--yes")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "deleted a\n"
+    assert session_ids(sqlite_url) == ["b"]
+
+
+def test_delete_of_a_missing_session_deletes_nothing(sqlite_url: str) -> None:
+    two_sessions(sqlite_url)
+    done = memstore(sqlite_url, "delete", "a", "nope", "--yes")
+    assert done.returncode == 1
+    (line,) = done.stderr.strip().splitlines()
+    assert "nope" in line
+    assert sorted(session_ids(sqlite_url)) == ["a", "b"]
+
+
+# --- errors are one line (issue 27 item 15) ---------------------------------------------------
+
+
+def error_line(done: subprocess.CompletedProcess[str]) -> str:
+    """The one line a failed command printed on stderr (exit status 1)."""
+    assert done.returncode == 1, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    return line
+
+
+@pytest.mark.parametrize("workdir", ["/proc/nope", "/etc/passwd"])
+def test_demo_with_an_unusable_workdir_is_one_line_before_anything_is_written(
+    sqlite_url: str, workdir: str
+) -> None:
+    done = memstore(sqlite_url, "demo", "--workdir", workdir)
+    line = error_line(done)
+    assert line.startswith(f"error: --workdir {workdir}: ")
+    assert not Path(sqlite_url.removeprefix("sqlite:///")).exists()
+
+
+def test_output_to_a_full_disk_is_one_line(sqlite_url: str) -> None:
+    two_sessions(sqlite_url)
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "memstore.cli", "--db", sqlite_url, "sessions", "--json"],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+        )
+    line = error_line(done)
+    assert line.startswith("error: [Errno 28] No space left on device")
+
+
+def test_compact_with_a_model_invoker_without_the_models_extra_is_one_line(
+    sqlite_url: str,
+) -> None:
+    two_sessions(sqlite_url)
+    without_httpx = "import sys; sys.modules['httpx'] = None; from memstore.cli import main; main()"
+    command = ["--db", sqlite_url, "compact", "a", "--invoker", "openai", "--model", "m"]
+    done = subprocess.run(
+        [sys.executable, "-c", without_httpx, *command],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    line = error_line(done)
+    assert line.startswith("error: memstore.invokers.openai_compatible needs the 'models' extra")
+
+
+# --- demo on PostgreSQL (issue 27 item 16) -----------------------------------------------------
+
+
+def test_demo_on_postgresql_with_a_superuser_login_skips_the_sql_step_in_one_line(
+    postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("MEMSTORE_READ_URL")  # the test server's own login: a superuser
+    done = memstore(postgres_url, "demo", "--workdir", str(tmp_path / "demo"), columns=200)
+    assert done.returncode == 0, done.stderr
+    (skipped,) = [line for line in done.stdout.splitlines() if line.startswith("sql: skipped:")]
+    assert "--read-url" in skipped
+    assert "byte-identical to the original: True" in done.stdout

@@ -224,3 +224,16 @@ def test_compacting_through_an_openai_compatible_server(store: SessionStore) -> 
     assert as_json(new_path[1:]) == as_json(old_path[-6:])
     assert as_json(store.load_path("s", ids[-1])) == as_json(old_path)
     assert store.head("s") == result.new_head
+
+
+def test_a_window_too_small_for_the_request_is_refused_before_the_model_is_called(
+    store: SessionStore,
+) -> None:
+    from memstore.errors import InvalidArgumentError
+
+    store.append_many("s", history(3))
+    head = store.head("s")
+    card = ModelCard(id="tiny", context_window=10)
+    with pytest.raises(InvalidArgumentError, match=r"a context window of 10 tokens.*at least"):
+        store.compact_session("s", card, extractive())
+    assert store.head("s") == head

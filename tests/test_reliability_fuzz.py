@@ -247,7 +247,7 @@ BIG_INPUT: dict[str, tuple[Callable[[bytes], bytes], int | None]] = {
     # name: (how the file is changed, the line refused, or None for a clean import)
     "a-4-mb-unknown-record": (huge_other_record, None),
     "a-4-mb-turn": (huge_node, None),
-    "100000-nested-arrays-in-a-tool-input": (deep_tool_input, None),
+    "100000-nested-arrays-in-a-tool-input": (deep_tool_input, 37),  # over MAX_JSON_DEPTH
     "a-4-mb-line-that-is-not-json": (huge_garbage_line, 3),
     "100000-unclosed-arrays": (unbalanced_deep_line, 37),
     "a-4-mb-torn-tail": (huge_torn_tail, None),

@@ -19,6 +19,7 @@ from markdown_it import MarkdownIt
 
 import memstore.render
 from memstore import SessionStore
+from memstore.blocks import MAX_JSON_DEPTH
 from memstore.errors import UnknownNodeError
 from memstore.graph import SessionGraph
 from memstore.jsonl import JsonlSessionStore
@@ -793,10 +794,10 @@ def test_exports() -> None:
     assert memstore.render.__doc__
 
 
-# --- any stored turn renders: JSON nested deeper than recursion goes -----------------------------
+# --- any stored turn renders: the deepest JSON a turn may hold, deeper than recursion goes --------
 
 
-@pytest.mark.parametrize("depth", [1_000, 20_000])
+@pytest.mark.parametrize("depth", [MAX_JSON_DEPTH - 3])  # the turn, its blocks, the block
 def test_json_nested_deeper_than_recursion_renders_in_every_format(
     database_url: str, tmp_path: Path, depth: int
 ) -> None:

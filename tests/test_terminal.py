@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from memstore import SessionGraph
+from memstore import SessionGraph, SessionStore
 from memstore.terminal import data_table, render_tree
 
 from .conftest import LEGACY
@@ -94,3 +94,39 @@ def test_a_table_keeps_copyable_cells_whole_up_to_the_last_column() -> None:
     assert "…" not in "".join(lines)
     assert all(len(line) <= 74 for line in lines)
     assert "2026-01-03" in "".join(lines)
+
+
+# --- short ids (issue 27 item 17) ---------------------------------------------------------------
+
+
+def test_short_ids_are_the_shortest_prefixes_unique_in_the_session() -> None:
+    from memstore.terminal import short_ids
+
+    ids = ["line-101", *(f"line-101{n}" for n in range(10)), "line-2", "abcdef0123456789"]
+    short = short_ids(ids)
+    assert short["line-101"] == "line-101"  # it starts the others: shown whole, resolves as itself
+    assert short["line-1010"] == "line-1010"
+    assert short["line-2"] == "line-2"
+    assert short["abcdef0123456789"] == "abcdef01"
+    assert len(set(short.values())) == len(ids)
+    for node_id, prefix in short.items():
+        others = [other for other in ids if other != node_id and other.startswith(prefix)]
+        assert prefix == node_id or not others
+
+
+def test_the_tree_shows_ids_that_show_resolves_to_the_same_node(store: SessionStore) -> None:
+
+    graph = SessionGraph("s", clock=lambda: 1)
+    ids = ["line-101", *(f"line-101{n}" for n in range(10))]
+    parent = None
+    for node_id in ids:
+        node = graph.append({"role": "user", "blocks": [{"kind": "text", "text": node_id}]})
+        stored = node.model_copy(update={"id": node_id, "parent": parent})
+        store.append_node("s", stored)
+        parent = node_id
+    console = Console(width=200, record=True)
+    console.print(render_tree(store.load_session("s")))
+    lines = console.export_text().splitlines()[1:]
+    shown = [line.strip(" │├└─").split()[0] for line in lines]
+    assert shown == ids
+    assert [store.resolve_node_id("s", prefix) for prefix in shown] == ids

@@ -17,12 +17,17 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
-from claude_agent_sdk.types import (
-    SessionKey,
-    SessionListSubkeysKey,
-    SessionStoreEntry,
-    SessionStoreListEntry,
-)
+from memstore.errors import MissingExtraError
+
+try:
+    from claude_agent_sdk.types import (
+        SessionKey,
+        SessionListSubkeysKey,
+        SessionStoreEntry,
+        SessionStoreListEntry,
+    )
+except ImportError as exc:
+    raise MissingExtraError(__name__, "claude-agent-sdk", exc) from exc
 
 from memstore.convert.claude_code import CLAUDE_CODE
 from memstore.integrations import _history

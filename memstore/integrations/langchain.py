@@ -16,11 +16,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from langchain_core.chat_history import BaseChatMessageHistory
-from langchain_core.messages import BaseMessage
+from memstore.errors import InvalidArgumentError, MissingExtraError
+
+try:
+    from langchain_core.chat_history import BaseChatMessageHistory
+    from langchain_core.messages import BaseMessage
+except ImportError as exc:
+    raise MissingExtraError(__name__, "langchain", exc) from exc
 
 from memstore.convert.langchain import LANGCHAIN
-from memstore.errors import InvalidArgumentError
 from memstore.integrations import _history
 from memstore.integrations._history import AnyStore, History, T
 from memstore.store import SessionStore

@@ -20,8 +20,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agents.memory import OpenAIResponsesCompactionArgs, SessionSettings
-from agents.memory.session_settings import resolve_session_limit
+from memstore.errors import MissingExtraError
+
+try:
+    from agents.memory import OpenAIResponsesCompactionArgs, SessionSettings
+    from agents.memory.session_settings import resolve_session_limit
+except ImportError as exc:
+    raise MissingExtraError(__name__, "openai-agents", exc) from exc
 
 from memstore import jsjson
 from memstore.condense import should_compact

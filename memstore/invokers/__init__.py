@@ -20,6 +20,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from memstore.errors import MissingExtraError
 from memstore.invokers._config import InvokerConfigError
 from memstore.invokers._extractive import extractive
 
@@ -43,11 +44,7 @@ def __getattr__(name: str) -> Any:
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        from memstore._package import install_hint
-
-        raise ImportError(
-            f"memstore.invokers.{name} needs httpx: {install_hint('models')} ({exc})"
-        ) from exc
+        raise MissingExtraError(f"memstore.invokers.{name}", "models", exc) from exc
     value = getattr(module, name)
     globals()[name] = value
     return value

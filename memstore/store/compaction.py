@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import select
 
-from memstore.condense import compact, estimate_context_tokens
+from memstore.condense import check_window, compact, estimate_context_tokens
 from memstore.errors import UnknownSessionError
 from memstore.graph import SessionGraph, system_clock
 from memstore.store import plans
@@ -117,6 +117,7 @@ async def draft_branch(
     Raises:
         CondensationError: the model could not produce a summary.
     """
+    check_window(model_card)
     turns = [node.turn for node in path]
     condensed = await compact(turns, model_card, policy, invoker)
     if head is None or condensed is turns:
