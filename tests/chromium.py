@@ -64,9 +64,10 @@ class Browser:
             "about:blank",
         ]
         # The protocol's pipe is the browser's fd 3 (commands in) and fd 4 (replies out).
+        place_pipe = f'exec 3<&{to_browser} 4>&{from_browser}; exec "$@"'
         try:
             self._process = subprocess.Popen(
-                ["bash", "-c", f'exec 3<&{to_browser} 4>&{from_browser}; exec "$@"', "bash", *command],
+                ["bash", "-c", place_pipe, "bash", *command],
                 pass_fds=(to_browser, from_browser),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
