@@ -20,7 +20,7 @@ def test_an_imported_session_condenses_and_its_file_then_stops_importing(
 ) -> None:
     path = write_lines(tmp_path / "p.jsonl", pi_lines("p", 10))
     store.import_pi(path)
-    card = ModelCard(id="extractive", context_window=200)
+    card = ModelCard(id="extractive", context_window=400)
     result = store.compact_session(
         "p", card, invokers.extractive(), CompactionPolicy(keep_recent=4)
     )
