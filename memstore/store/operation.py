@@ -20,6 +20,7 @@ keeps going) or clean up as it propagates.
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable, Coroutine, Generator
 from dataclasses import dataclass
 from types import MethodType
@@ -46,7 +47,7 @@ R = TypeVar("R")
 P = ParamSpec("P")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Run(Generic[T]):
     """Run a plan in a transaction, naming `action` in a database error's message."""
 
@@ -61,7 +62,7 @@ class Run(Generic[T]):
         return (yield self)  # type: ignore[no-any-return]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Await(Generic[T]):
     """Await a coroutine that does no database work (a model call); the sync store runs it on an
     event loop of its own."""
@@ -72,7 +73,7 @@ class Await(Generic[T]):
         return (yield self)  # type: ignore[no-any-return]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class OnEngine(Generic[T]):
     """Call `call` with a sync engine on the store's database (Alembic's migrations, the
     read-only query's driver calls), with database errors translated naming `action`; the async
@@ -90,10 +91,23 @@ Program: TypeAlias = Generator[Request, Any, T]
 """An operation's body: yields requests, receives each one's result, returns the operation's."""
 
 
+def _install(shell: type[Synchronous | Asynchronous]) -> None:
+    """Put each operation's method for `shell` in its class as a plain function: a call then
+    costs what a method's does (the descriptor's `__get__` is for mypy and for other classes)."""
+    for name in dir(shell):
+        found = inspect.getattr_static(shell, name)
+        if isinstance(found, Operation):
+            setattr(shell, name, found._methods[shell._asynchronous])
+
+
 class Synchronous:
     """A shell whose operations return their results: it carries out requests as they come."""
 
     _asynchronous = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _install(cls)
 
     def _complete(self, program: Program[T]) -> T:
         """Carry out a program's requests in turn (an error is thrown into it); its result."""
@@ -119,6 +133,10 @@ class Asynchronous:
 
     _asynchronous = True
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _install(cls)
+
     async def _complete(self, program: Program[T]) -> T:
         """As `Synchronous._complete`, awaiting each request."""
         try:
@@ -140,8 +158,8 @@ class Asynchronous:
 class Operation(Generic[P, R]):
     """A descriptor: the program `program` as a method of each shell, sync or async.
 
-    The two methods are made once, here, with the program's name, signature and docstring;
-    reading the attribute binds the shell's to the instance, as a plain method would be.
+    The two methods are made once, here, with the program's name, signature and docstring,
+    and each shell class holds its own (`_install`); `__get__` tells mypy what they return.
     """
 
     def __init__(self, program: Callable[Concatenate[Any, P], Program[R]]) -> None:
@@ -158,6 +176,10 @@ class Operation(Generic[P, R]):
             functools.update_wrapper(run, program),
             functools.update_wrapper(run_async, program),
         )
+        signature = inspect.signature(program)
+        shown = signature.replace(return_annotation=_result(signature.return_annotation))
+        for method in self._methods:
+            method.__signature__ = shown  # type: ignore[union-attr]
         self.__doc__ = program.__doc__
         self.__wrapped__ = program
 
@@ -175,6 +197,13 @@ class Operation(Generic[P, R]):
                 return self._methods[owner._asynchronous]
             return self
         return MethodType(self._methods[shell._asynchronous], shell)  # type: ignore[attr-defined]
+
+
+def _result(annotation: object) -> object:
+    """What an operation returns (awaited), as `help()` should show it: `Program[T]` is `T`."""
+    if isinstance(annotation, str) and annotation.startswith("Program[") and annotation[-1] == "]":
+        return annotation[len("Program[") : -1]
+    return annotation
 
 
 def operation(program: Callable[Concatenate[Any, P], Program[R]]) -> Operation[P, R]:
