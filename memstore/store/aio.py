@@ -22,16 +22,11 @@ from memstore.store.engine import (
     DEFAULT_URL,
     SCHEMA,
     WRITE,
-    check_schema,
-    configure_postgresql,
-    configure_postgresql_lock_timeout,
-    configure_sqlite,
+    configure_store_engine,
     create_store_engine,
     driver_installed,
-    parse_url,
-    postgresql_connect_timeout,
-    refuse_memory_sqlite,
     sqlite_read_uri,
+    store_url,
 )
 from memstore.store.errors import translate_database_errors
 from memstore.store.handle import HandleBase
@@ -72,23 +67,11 @@ def create_async_store_engine(
 ) -> AsyncEngine:
     """An async engine for the store (aiosqlite for SQLite, psycopg 3 for PostgreSQL); `schema`
     and `read_only` as for `create_store_engine`."""
-    parsed = parse_url(url, ASYNC_DRIVERS)
-    check_schema(parsed, schema)
-    sqlite = parsed.get_backend_name() == "sqlite"
-    if sqlite:
-        refuse_memory_sqlite(parsed)
-        kwargs.setdefault("connect_args", {}).setdefault("timeout", BUSY_TIMEOUT_SECONDS)
-        if read_only:
-            kwargs.setdefault("async_creator", _aiosqlite_reader(parsed))
-    postgresql_connect_timeout(parsed, kwargs)
+    reader = ("async_creator", _aiosqlite_reader)
+    parsed = store_url(url, ASYNC_DRIVERS, schema, read_only, kwargs, reader)
     with driver_installed(parsed):
         engine = create_async_engine(parsed, **kwargs)
-    if sqlite:
-        configure_sqlite(engine.sync_engine, read_only=read_only)
-    else:
-        configure_postgresql(engine.sync_engine, schema=schema, read_only=read_only)
-        configure_postgresql_lock_timeout(engine.sync_engine)
-        engine.sync_engine.update_execution_options(**{SCHEMA: schema})
+    configure_store_engine(engine.sync_engine, schema=schema, read_only=read_only)
     return engine
 
 
