@@ -110,10 +110,10 @@ def test_the_session_stats_view(filled: SessionStore) -> None:
     assert stats == ("Flaky upload", 7, 3, 4, 2, 2, 1)
 
 
-def test_readme_examples_run(store: SessionStore) -> None:
+def test_the_sql_pages_examples_run(store: SessionStore) -> None:
     store.import_jsonl(LEGACY)
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
-    examples = [block.split("```", 1)[0].strip() for block in readme.split("```sql\n")[1:]]
+    page = (Path(__file__).parent.parent / "docs" / "sql.md").read_text()
+    examples = [block.split("```", 1)[0].strip() for block in page.split("```sql\n")[1:]]
     assert len(examples) >= 4
     for sql in examples:
         assert store.read_only_query(sql).columns, sql
