@@ -27,6 +27,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
 from typer.main import get_command
 
 from memstore import SessionStore, parse_turn
@@ -229,7 +230,9 @@ def regenerated(text: str, parts: dict[str, str]) -> str:
     for name, content in parts.items():
         start, end = START.format(name=name), END.format(name=name)
         pattern = re.compile(re.escape(start) + r"\n.*?" + re.escape(end), re.DOTALL)
-        text = pattern.sub(lambda _: f"{start}\n{content}\n{end}", text)
+        for found in reversed(list(pattern.finditer(text))):
+            part = f"{start}\n{content}\n{end}"
+            text = text[: found.start()] + part + text[found.end() :]
     return text
 
 
