@@ -408,7 +408,7 @@ def test_a_postgresql_query_is_stopped_at_the_reading_logins_temp_file_limit(
 ) -> None:
     reader = make_url(os.environ["MEMSTORE_READ_URL"]).username
     admin = sqlalchemy.create_engine(make_url(postgres_url).set(drivername="postgresql+psycopg"))
-    with admin.begin() as connection:  # the README's recipe, as a superuser, with a small limit
+    with admin.begin() as connection:  # docs/sql.md's recipe, as a superuser, small limit
         connection.execute(sqlalchemy.text(f"ALTER ROLE \"{reader}\" SET temp_file_limit = '1MB'"))
     admin.dispose()
     with SessionStore(postgres_url) as store:
