@@ -145,11 +145,12 @@ def write_legacy_files(root: Path) -> list[Path]:
 def _sessions_table(store: SessionStore) -> Table:
     table = Table("session", "nodes", "branches", "head", "title", title="sessions")
     for info in store.sessions():
+        short = store.short_node_ids(info.id, [info.head] if info.head else [])
         table.add_row(
             escape(info.id),
             str(info.node_count),
             str(info.branch_count),
-            (info.head or "")[:8],
+            short.get(info.head or "", ""),
             escape(info.title or ""),
         )
     return table
