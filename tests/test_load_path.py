@@ -14,6 +14,7 @@ from memstore import SessionNode, Turn, UnknownNodeError
 from memstore.errors import InvalidArgumentError, InvalidNodeIdError
 from memstore.store import SessionStore, create_store_engine, plans
 from memstore.store.operation import Program, Run
+from memstore.store.plans import paths
 
 from .test_store import append_all, call, graph, result, say
 
@@ -24,7 +25,7 @@ def walked(store: SessionStore, session_id: str, leaf: str) -> list[SessionNode]
     """The path to `leaf` as the SQL walk finds it (how every whole path was read before)."""
 
     def walk() -> Program[list[SessionNode]]:
-        walking = plans._walked_rows(store.dialect, session_id, leaf, plans._NO_LIMIT)
+        walking = paths._walked_rows(store.dialect, session_id, leaf, paths._NO_LIMIT)
         rows = yield from Run(walking, "walking a path")
         return plans.nodes_from_rows(rows)
 

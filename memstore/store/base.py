@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import Engine
 
 from memstore.graph import SessionGraph
-from memstore.store import compaction, importing, plans, search
+from memstore.store import compaction, importing, plans, search, short_ids
 from memstore.store.exchange import Exchange
 from memstore.store.migrate import current_revision, downgrade, upgrade
 from memstore.store.operation import Await, OnEngine, Program, operation
@@ -235,6 +235,15 @@ class StoreBase(Exchange):
         """
         plan = plans.resolve_node_id(session_id, node_id)
         return (yield from self._read(plan, "looking up a node id"))
+
+    @operation
+    def short_node_ids(self, session_id: str, node_ids: Iterable[str]) -> Program[dict[str, str]]:
+        """Each of `node_ids` the session holds, mapped to the shortest prefix of it (8
+        characters at least) that no other id of the session starts with, as git shortens
+        hashes, or to the whole id when it starts another; `resolve_node_id` takes each back
+        to its id. Ids the session does not hold are left out."""
+        plan = short_ids.short_node_ids(self.dialect, session_id, node_ids)
+        return (yield from self._read(plan, "shortening node ids"))
 
     @operation
     def sessions(
