@@ -504,7 +504,7 @@ def _import_line(item: FileImport) -> str:
 def _import_json(item: FileImport) -> dict[str, Any]:
     return {
         "path": str(item.path),
-        "session": item.session_id,
+        "sessionId": item.session_id,
         "records": item.records,  # lines of the file, as `stats` counts them
         "nodes": item.nodes,
         "leaf": item.leaf,
@@ -675,7 +675,7 @@ def list_sessions(
 
 def _session_json(info: SessionInfo) -> dict[str, Any]:
     return {
-        "id": info.id,
+        "sessionId": info.id,
         "agent": info.agent,
         "nodes": info.node_count,
         "branches": info.branch_count,
@@ -703,7 +703,7 @@ def tree(
         graph = store.load_session(session)
     if as_json:
         nodes = [{"id": n.id, "parent": n.parent, "role": n.turn.role} for n in graph.all()]
-        emit_json({"session": session, "head": graph.leaf, "nodes": nodes})
+        emit_json({"sessionId": session, "head": graph.leaf, "nodes": nodes})
     else:
         out.print(render_tree(graph))
 

@@ -37,7 +37,7 @@ def flat(text: str) -> str:
 def session_ids(db: str) -> list[str]:
     done = memstore(db, "sessions", "--json")
     assert done.returncode == 0, done.stderr
-    return [item["id"] for item in json.loads(done.stdout)]
+    return [item["sessionId"] for item in json.loads(done.stdout)]
 
 
 # --- import ---------------------------------------------------------------------------------------
@@ -171,7 +171,7 @@ def test_tables_show_numbers_and_ids_whole(imported: str, columns: int) -> None:
     listing = memstore(imported, "sessions", columns=columns).stdout
     assert "…" not in listing
     for item in json.loads(memstore(imported, "sessions", "--json").stdout):
-        assert item["id"] in listing
+        assert item["sessionId"] in listing
         assert format_time(item["updatedAt"]) in listing  # not wrapped at its space
         assert item["head"][:12] in listing
     assert ("branches" in listing) == (columns == 200)  # the first spare column, left out at 80
