@@ -129,7 +129,8 @@ def test_sessions_are_as_old_as_their_turns_not_their_import(imported: str) -> N
     listed = json.loads(memstore(imported, "sessions", "--json").stdout)
     for item in listed:
         times = [
-            node.created_at for node in read_legacy_session(LEGACY / f"{item['id']}.jsonl").all()
+            node.created_at
+            for node in read_legacy_session(LEGACY / f"{item['sessionId']}.jsonl").all()
         ]
         if times:
             assert (item["createdAt"], item["updatedAt"]) == (min(times), max(times))
