@@ -22,6 +22,7 @@ from memstore.store import (
     importing,
     plans,
     search,
+    short_ids,
     sources,
     transfer,
 )
@@ -389,6 +390,14 @@ class SessionStore:
         """
         plan = plans.resolve_node_id(session_id, node_id)
         return self._run(plan, write=False, action="looking up a node id")
+
+    def short_node_ids(self, session_id: str, node_ids: Iterable[str]) -> dict[str, str]:
+        """Each of `node_ids` the session holds, mapped to the shortest prefix of it (8
+        characters at least) that no other id of the session starts with, as git shortens
+        hashes, or to the whole id when it starts another; `resolve_node_id` takes each back
+        to its id. Ids the session does not hold are left out."""
+        plan = short_ids.short_node_ids(self.dialect, session_id, node_ids)
+        return self._run(plan, write=False, action="shortening node ids")
 
     def sessions(
         self,
