@@ -231,6 +231,7 @@ def test_compact_makes_a_new_branch_offline(imported: str) -> None:
     assert "nope" in stderr
 
 
+@pytest.mark.slow
 def test_every_command_runs_in_a_real_process(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'cli.db'}"
     base = [sys.executable, "-m", "memstore.cli", "--db", db]

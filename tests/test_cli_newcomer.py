@@ -16,6 +16,8 @@ from memstore.terminal import format_time
 from .conftest import LEGACY, LEGACY_FILES
 from .legacy import read_legacy_session
 
+pytestmark = pytest.mark.slow  # each test runs memstore in processes of its own
+
 
 def memstore(db: str, *args: str, columns: int = 80) -> subprocess.CompletedProcess[str]:
     """Run `memstore --db DB ARGS...` in a fresh process, its output piped (not a terminal)."""

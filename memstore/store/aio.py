@@ -388,7 +388,7 @@ class AsyncSessionStore:
 
     async def short_node_ids(self, session_id: str, node_ids: Iterable[str]) -> dict[str, str]:
         """See `SessionStore.short_node_ids`."""
-        plan = short_ids.short_node_ids(self.dialect, session_id, node_ids)
+        plan = short_ids.short_node_ids(session_id, node_ids)
         return await self._run(plan, write=False, action="shortening node ids")
 
     async def sessions(

@@ -396,7 +396,7 @@ class SessionStore:
         characters at least) that no other id of the session starts with, as git shortens
         hashes, or to the whole id when it starts another; `resolve_node_id` takes each back
         to its id. Ids the session does not hold are left out."""
-        plan = short_ids.short_node_ids(self.dialect, session_id, node_ids)
+        plan = short_ids.short_node_ids(session_id, node_ids)
         return self._run(plan, write=False, action="shortening node ids")
 
     def sessions(
