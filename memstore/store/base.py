@@ -242,7 +242,7 @@ class StoreBase(Exchange):
         characters at least) that no other id of the session starts with, as git shortens
         hashes, or to the whole id when it starts another; `resolve_node_id` takes each back
         to its id. Ids the session does not hold are left out."""
-        plan = short_ids.short_node_ids(self.dialect, session_id, node_ids)
+        plan = short_ids.short_node_ids(session_id, node_ids)
         return (yield from self._read(plan, "shortening node ids"))
 
     @operation

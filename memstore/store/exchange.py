@@ -12,9 +12,10 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from memstore.errors import MemstoreError
-from memstore.store import foreign, sources, transfer
+from memstore.store import exports, foreign, sources, transfer
 from memstore.store.core import StoreCore
-from memstore.store.files import atomic_text_file
+from memstore.store.exports import ExportedFile, ExportReport
+from memstore.store.files import ExportFormat, atomic_text_file
 from memstore.store.operation import Program, operation
 from memstore.store.transfer import FileProgress, ImportReport, Progress
 
@@ -191,3 +192,54 @@ class Exchange(StoreCore):
             plan = transfer.export_session(session_id, out)
             action = f"exporting session {session_id!r}"
             return (yield from self._read(plan, action, files=True))
+
+    @operation
+    def export_session(
+        self,
+        session_id: str,
+        path: str | os.PathLike[str],
+        *,
+        format: ExportFormat | str | None = None,
+        agent: str | None = None,
+    ) -> Program[ExportedFile]:
+        """Write one session to `path` (`-`: standard output), replacing a regular file only
+        once the whole export is written, keeping its permissions.
+
+        Args:
+            format: "jsonl" (the legacy file, byte for byte), "md" (the head's transcript) or
+                "html" (the whole tree as one page); default: from `path`'s extension, else JSONL.
+            agent: "pi" or "claude-code": write a session imported from that agent back as
+                its file, byte for byte (JSONL only).
+
+        Raises:
+            UnknownSessionError: there is no such session.
+            StoreError: `agent` is given and the session came from another agent.
+            InvalidArgumentError: an unknown format or agent, or `agent` with a format not JSONL.
+            OutputFileError: `path` cannot be written (a directory, no space).
+        """
+        target = Path(path)
+        form = ExportFormat.of(format, target)
+        exports.check_agent(agent, form)
+        plan = exports.export_plan(session_id, target, form, agent=agent)
+        return (yield from self._read(plan, f"exporting session {session_id!r}", files=True))
+
+    @operation
+    def export_sessions(
+        self,
+        directory: str | os.PathLike[str] = ".",
+        *,
+        format: ExportFormat | str = ExportFormat.JSONL,
+        agent: str | None = None,
+    ) -> Program[ExportReport]:
+        """Write every session into `directory`, each as `<id>.<format>` (a name changed only
+        where it would be too long or collide with another's where case or accents are
+        ignored); with `agent`, every session imported from it in its own folder layout (e.g.
+        under `~/.claude/projects`). A session whose file cannot be written is refused in the
+        report, with the reason; the others are written.
+
+        Raises:
+            InvalidArgumentError: an unknown format or agent, or `agent` with a format not JSONL.
+            OutputFileError: `directory` is standard output or a file.
+        """
+        form = ExportFormat.of(format)
+        return (yield from exports.export_program(Path(directory), form, agent))
