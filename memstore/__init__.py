@@ -67,6 +67,7 @@ if TYPE_CHECKING:
         SessionStore,
     )
     from memstore.store.aio import AsyncSessionHandle, AsyncSessionStore
+    from memstore.store.exports import ExportedFile, ExportFormat, ExportReport, RefusedExport
     from memstore.store.names import include_object
     from memstore.store.plans import (
         StoreStats,
@@ -149,6 +150,7 @@ _EXPORTED_FROM: dict[str, tuple[str, ...]] = {
         "SessionInfo",
         "SessionStore",
     ),
+    "memstore.store.exports": ("ExportFormat", "ExportReport", "ExportedFile", "RefusedExport"),
     "memstore.store.names": ("include_object",),
     "memstore.store.plans": ("StoreStats",),
     "memstore.store.readonly": ("QueryResult",),
@@ -239,6 +241,9 @@ __all__ = [
     "Conversation",
     "DatabaseError",
     "DatabaseTooNewError",
+    "ExportFormat",
+    "ExportReport",
+    "ExportedFile",
     "FaultedEvent",
     "GraphError",
     "HeadMovedError",
@@ -264,6 +269,7 @@ __all__ = [
     "QueryError",
     "QueryResult",
     "ReadOnlyStoreError",
+    "RefusedExport",
     "RunError",
     "RunEvent",
     "RunLedger",
