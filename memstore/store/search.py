@@ -17,6 +17,11 @@ PostgreSQL cannot build a tsvector of more than 1 MiB, so its indexes hold the f
 search text (or `search_chars`) is longer is still found by the rest of its text: when every word
 of the query appears in its search text, ignoring case, as a substring (a partial index lists
 these turns, so the check reads only them). SQLite's FTS5 has no such limit and indexes it all.
+
+Accents are ignored alike on both (`memstore.store.accents`): FTS5 folds them, and PostgreSQL's
+indexes hold text folded by `memstore_search_fold`, its queries folded in Python. PostgreSQL's
+snippets are made here (`text_snippet`, which ignores accents too): `ts_headline` would not see
+`naive` in `naïve`.
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ from sqlalchemy import (
 )
 
 from memstore.errors import InvalidArgumentError, InvalidSessionIdError
+from memstore.store.accents import SQL_FOLD, fold, fold_in_place
 from memstore.store.plans import NATIVE_AGENT, Plan, agent_of
 from memstore.store.rows import UNSPACED, derived_text, search_chars, storable
 from memstore.store.tables import (
@@ -117,8 +123,10 @@ def query_words(query: str) -> list[str]:
 
 def _pg_words_query(words: list[str]) -> ColumnElement[Any]:
     """Words as a PostgreSQL tsquery that means "all of these words", whatever they hold (no
-    operators): each word a phrase of its runs of letters and digits, as FTS5 reads it."""
-    phrases = [func.phraseto_tsquery(TS_CONFIG, " ".join(_TOKEN.findall(word))) for word in words]
+    operators): each word, folded, a phrase of its runs of letters and digits, as FTS5 reads it."""
+    phrases = [
+        func.phraseto_tsquery(TS_CONFIG, " ".join(_TOKEN.findall(fold(word)))) for word in words
+    ]
     tsquery: ColumnElement[Any] = phrases[0]
     for phrase in phrases[1:]:
         tsquery = tsquery.op("&&")(phrase)
@@ -165,8 +173,10 @@ def _sqlite_phrase_matches(
 
 
 def _pg_indexed(column: ColumnElement[str]) -> ColumnElement[Any]:
-    """The tsvector PostgreSQL's index holds for `column`: of its first PG_INDEXED_CHARS."""
-    return func.to_tsvector(TS_CONFIG, func.left(column, literal_column(str(PG_INDEXED_CHARS))))
+    """The tsvector PostgreSQL's index holds for `column`: of its first PG_INDEXED_CHARS,
+    folded (migration 0020)."""
+    indexed = func.left(column, literal_column(str(PG_INDEXED_CHARS)))
+    return func.to_tsvector(TS_CONFIG, getattr(func, SQL_FOLD)(indexed))
 
 
 def _pg_oversized(*, chars: bool) -> ColumnElement[bool]:
@@ -178,9 +188,10 @@ def _pg_oversized(*, chars: bool) -> ColumnElement[bool]:
 
 
 def _pg_oversized_matches(words: list[str], *, chars: bool) -> Select[Any]:
-    """The turns longer than the index holds whose search text holds every word (any case)."""
-    folded = func.lower(nodes.c.search_text)
-    holds = [func.strpos(folded, func.lower(literal(word))) > 0 for word in words]
+    """The turns longer than the index holds whose search text holds every word (any case,
+    any accents)."""
+    folded = func.lower(getattr(func, SQL_FOLD)(nodes.c.search_text))
+    holds = [func.strpos(folded, func.lower(literal(fold(word)))) > 0 for word in words]
     oversized = _pg_oversized(chars=chars)
     return select(nodes.c.pk, literal(0.0).label("rank")).where(oversized, and_(*holds))
 
@@ -188,7 +199,7 @@ def _pg_oversized_matches(words: list[str], *, chars: bool) -> Select[Any]:
 def _postgres_phrase_matches(
     words: list[str], unspaced: list[str], session_id: str | None
 ) -> Select[Any]:
-    phrases = [func.phraseto_tsquery(TS_CONFIG, search_chars(word)) for word in unspaced]
+    phrases = [func.phraseto_tsquery(TS_CONFIG, fold(search_chars(word))) for word in unspaced]
     tsquery: ColumnElement[Any] = phrases[0]
     for phrase in phrases[1:]:
         tsquery = tsquery.op("&&")(phrase)
@@ -250,13 +261,20 @@ def _text(value: str | bytes) -> str:
 
 def text_snippet(text: str, terms: list[str]) -> str:
     """The part of `text` around the first of `terms` found, each term in it bracketed, as the
-    databases' own snippets are."""
-    pattern = re.compile("|".join(map(re.escape, sorted(terms, key=len, reverse=True))), re.I)
-    first = pattern.search(text)
+    databases' own snippets are; case and accents aside, as search finds them."""
+    folded_terms = sorted({fold(term) for term in terms} - {""}, key=len, reverse=True)
+    pattern = re.compile("|".join(map(re.escape, folded_terms)) or "(?!)", re.I)
+    folded = fold_in_place(text)  # the same length: a match is at the same place in `text`
+    first = pattern.search(folded)
     start = 0 if first is None else max(0, first.start() - SNIPPET_CHARS // 3)
     end = min(len(text), max(start + SNIPPET_CHARS, first.end() if first else 0))
-    marked = pattern.sub(lambda m: SNIPPET_OPEN + m.group() + SNIPPET_CLOSE, text[start:end])
-    return ("…" if start else "") + marked + ("…" if end < len(text) else "")
+    marked, shown = [], start
+    for match in pattern.finditer(folded, start, end):
+        found = text[match.start() : match.end()]
+        marked += [text[shown : match.start()], SNIPPET_OPEN, found, SNIPPET_CLOSE]
+        shown = match.end()
+    marked.append(text[shown:end])
+    return ("…" if start else "") + "".join(marked) + ("…" if end < len(text) else "")
 
 
 SQLITE_SNIPPET_CHARS = 100_000
@@ -282,19 +300,23 @@ def _sqlite_search(query: str) -> Select[Any]:
     )
 
 
-def _postgres_search(query: str) -> Select[Any]:
-    tsquery = _pg_words_query(query.split())
+def _postgres_search(words: list[str], session_id: str | None, limit: int) -> Select[Any]:
+    """The best matches of a query of spaced words, with (the indexed part of) their search
+    text, for the snippet made in Python."""
+    tsquery = _pg_words_query(words)
     vector = _pg_indexed(nodes.c.search_text)
-    options = f"StartSel={SNIPPET_OPEN}, StopSel={SNIPPET_CLOSE}, MaxWords=20, MinWords=6"
-    shown = func.left(nodes.c.search_text, literal_column(str(PG_INDEXED_CHARS)))
-    snippet = func.ts_headline(TS_CONFIG, shown, tsquery, options)
     indexed = select(nodes.c.pk).where(vector.op("@@")(tsquery))
-    oversized = _pg_oversized_matches(query.split(), chars=False).with_only_columns(nodes.c.pk)
-    return select(
-        *_HIT_COLUMNS,
-        snippet.label("snippet"),
-        func.ts_rank(vector, tsquery).label("rank"),
-    ).where(nodes.c.pk.in_(indexed.union(oversized)))
+    oversized = _pg_oversized_matches(words, chars=False).with_only_columns(nodes.c.pk)
+    matches = select(nodes.c.pk, func.ts_rank(vector, tsquery).label("rank")).where(
+        nodes.c.pk.in_(indexed.union(oversized)), of_visible_session(nodes.c.session_id)
+    )
+    if session_id is not None:
+        matches = matches.where(nodes.c.session_id == session_id)
+    best = matches.order_by(text("rank DESC"), nodes.c.pk).limit(limit).subquery()
+    shown = func.left(nodes.c.search_text, literal_column(str(PG_INDEXED_CHARS)))
+    hits = select(*_HIT_COLUMNS, best.c.rank, shown.label("search_text"))
+    hits = hits.join_from(nodes, best, nodes.c.pk == best.c.pk)
+    return hits.order_by(best.c.rank.desc(), nodes.c.pk)
 
 
 def search(
@@ -314,8 +336,11 @@ def search(
         return []
     words, unspaced = _split_query(query)
     backlog = (yield from _backlog_texts()) if dialect == "sqlite" else {}
-    if unspaced:
-        rows = yield _phrase_search(dialect, words, unspaced, session_id, limit, backlog)
+    if unspaced or dialect == "postgresql":
+        if unspaced:
+            rows = yield _phrase_search(dialect, words, unspaced, session_id, limit, backlog)
+        else:
+            rows = yield _postgres_search(words, session_id, limit)
         terms = words + unspaced
         found = [
             SearchHit(
@@ -329,8 +354,7 @@ def search(
             for row in rows
         ]
         return (yield from _with_agents(found))
-    statement = _postgres_search(query) if dialect == "postgresql" else _sqlite_search(query)
-    statement = statement.where(of_visible_session(nodes.c.session_id))
+    statement = _sqlite_search(query).where(of_visible_session(nodes.c.session_id))
     if session_id is not None:
         statement = statement.where(nodes.c.session_id == session_id)
     statement = statement.order_by(text("rank DESC"), nodes.c.pk).limit(limit)
@@ -338,7 +362,7 @@ def search(
         SearchHit(**{**row._mapping, "snippet": row.snippet and _text(row.snippet)})
         for row in (yield statement)
     ]
-    hits = yield from _with_long_snippets(dialect, hits, query.split())
+    hits = yield from _with_long_snippets(hits, query.split())
     if backlog:
         more = yield from _backlog_hits(backlog, query, session_id)
         hits = sorted([*hits, *more], key=lambda hit: -hit.rank)[:limit]
@@ -390,23 +414,15 @@ def _backlog_hits(
     ]
 
 
-def _with_long_snippets(
-    dialect: str, hits: list[SearchHit], terms: list[str]
-) -> Plan[list[SearchHit]]:
-    """The hits, those without a snippet (long turns on SQLite) given one made here."""
+def _with_long_snippets(hits: list[SearchHit], terms: list[str]) -> Plan[list[SearchHit]]:
+    """SQLite's hits, those without a snippet (long turns) given one made here."""
     done: list[SearchHit] = []
     for hit in hits:
         if hit.snippet is None:
             where = (nodes.c.session_id == hit.session_id) & (nodes.c.id == hit.node_id)
-            if dialect == "postgresql":
-                lookup = select(nodes.c.search_text).where(where)
-            else:  # SQLite derives it from the turn (migration 0016)
-                column = cast(node_search.c.search_text, LargeBinary)
-                lookup = select(column).join_from(
-                    nodes, node_search, node_search.c.pk == nodes.c.pk
-                )
-                lookup = lookup.where(where)
-            (found,) = yield lookup
+            column = cast(node_search.c.search_text, LargeBinary)  # derived (migration 0016)
+            lookup = select(column).join_from(nodes, node_search, node_search.c.pk == nodes.c.pk)
+            (found,) = yield lookup.where(where)
             hit = dataclasses.replace(hit, snippet=text_snippet(_text(found[0]), terms))
         done.append(hit)
     return done
