@@ -18,10 +18,11 @@ search text (or `search_chars`) is longer is still found by the rest of its text
 of the query appears in its search text, ignoring case, as a substring (a partial index lists
 these turns, so the check reads only them). SQLite's FTS5 has no such limit and indexes it all.
 
-Accents are ignored alike on both (`memstore.store.accents`): FTS5 folds them, and PostgreSQL's
-indexes hold text folded by `memstore_search_fold`, its queries folded in Python. PostgreSQL's
-snippets are made here (`text_snippet`, which ignores accents too): `ts_headline` would not see
-`naive` in `naïve`.
+Both read words of letters and digits, case and accents aside (`memstore.store.folding`): FTS5
+does so itself; PostgreSQL's indexes hold text folded by `memstore_search_fold` (accents off,
+punctuation as spaces, so that its parser sees FTS5's words), its queries folded in Python.
+PostgreSQL's snippets are made here (`text_snippet`, which ignores accents too): `ts_headline`
+would not see `naive` in `naïve`.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ from sqlalchemy import (
 )
 
 from memstore.errors import InvalidArgumentError, InvalidSessionIdError
-from memstore.store.accents import SQL_FOLD, fold, fold_in_place
+from memstore.store.folding import SQL_FOLD, fold, fold_in_place, sql_fold
 from memstore.store.plans import NATIVE_AGENT, Plan, agent_of
 from memstore.store.rows import UNSPACED, derived_text, search_chars, storable
 from memstore.store.tables import (
@@ -191,7 +192,7 @@ def _pg_oversized_matches(words: list[str], *, chars: bool) -> Select[Any]:
     """The turns longer than the index holds whose search text holds every word (any case,
     any accents)."""
     folded = func.lower(getattr(func, SQL_FOLD)(nodes.c.search_text))
-    holds = [func.strpos(folded, func.lower(literal(fold(word)))) > 0 for word in words]
+    holds = [func.strpos(folded, func.lower(literal(sql_fold(word)))) > 0 for word in words]
     oversized = _pg_oversized(chars=chars)
     return select(nodes.c.pk, literal(0.0).label("rank")).where(oversized, and_(*holds))
 

@@ -1,28 +1,26 @@
-"""Search ignores accents, alike on SQLite and PostgreSQL: `naive` finds `naïve` and `naïve`
-finds `naive`.
+"""PostgreSQL's search reads text as SQLite's FTS5 does: accents aside (`naive` finds `naïve`),
+and words of letters and digits (`example` finds `example.com`, where PostgreSQL's parser reads
+`example.com`, `1.5`, `a-b` and `/usr/bin` as single words and drops `<tags>`). A function
+`memstore_search_fold(text)` (`translate` over the characters FTS5 folds, and ASCII punctuation
+made spaces; see `memstore.store.folding`; immutable, so that indexes can use it), and GIN search
+indexes of the folded text. Queries are folded the same way in Python. SQLite's FTS5 already
+reads text so: nothing changes there.
 
-SQLite's FTS5 tokenizer (`unicode61`, `remove_diacritics 1`, its default) folds each letter to
-lower case and takes the accent off a Latin letter that carries one (`é` -> `e`; a letter with
-two, such as Vietnamese `ệ`, stays as it is), and drops a few combining accents written as
-characters of their own. PostgreSQL has no such folding without an extension (`unaccent`,
-which an application's login may not be allowed to install), so memstore folds alike there: its
-search indexes hold the text through `memstore_search_fold` (an immutable SQL function of
-`translate`, made by migration 0020 from the table below), and queries are folded here, in
-Python, with the same table.
-
-The table is FTS5's folding of every character where it differs from Python's `str.lower`
-(accents, and a few case foldings such as final sigma); a test checks that the running SQLite's
-FTS5 folds exactly so, and that the migration holds the same table.
+Revision ID: 0020
+Revises: 0019
+Create Date: 2026-12-06
 """
 
-from __future__ import annotations
+from collections.abc import Sequence
 
-__all__ = ["DROPPED", "FOLDED", "FOLDED_TO", "SQL_FOLD", "fold", "fold_in_place"]
+from alembic import op
 
-SQL_FOLD = "memstore_search_fold"
-"""The name of PostgreSQL's folding function (migration 0020)."""
+revision: str = "0020"
+down_revision: str | None = "0019"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
 
-# The characters FTS5 folds to another one, and what it folds each to (the same length).
+# memstore.store.folding's tables when this revision was written (a test checks they agree).
 FOLDED = (
     "\u00b5\u00c0\u00c1\u00c2\u00c3\u00c4\u00c5\u00c7\u00c8\u00c9\u00ca\u00cb\u00cc\u00cd"
     "\u00ce\u00cf\u00d1\u00d2\u00d3\u00d4\u00d5\u00d6\u00d9\u00da\u00db\u00dc\u00dd\u00e0"
@@ -65,19 +63,46 @@ DROPPED = (
     "\u0300\u0301\u0302\u0303\u0304\u0306\u0307\u0308\u0309\u030a\u030b\u030c\u030f\u0311"
     "\u031b\u0323\u0324\u0325\u0326\u0327\u0328\u032d\u032e\u0330\u0331"
 )
-"""Combining accents (characters of their own) that FTS5 drops."""
 
-_FOLD = str.maketrans(FOLDED, FOLDED_TO, DROPPED)
-_FOLD_IN_PLACE = str.maketrans(FOLDED, FOLDED_TO)
+SPACED = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"  # ASCII punctuation
+
+_FROM = FOLDED + SPACED.replace("'", "''") + DROPPED  # ' doubled in an SQL string
+_TO = FOLDED_TO + " " * len(SPACED)
+FUNCTION = (
+    "CREATE FUNCTION memstore_search_fold(text) RETURNS text "
+    "LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE "
+    f"AS $fold$ SELECT translate($1, '{_FROM}', '{_TO}') $fold$"
+)
+# The search's expressions must match these indexes' exactly for PostgreSQL to use them (250000
+# is memstore.store.search.PG_INDEXED_CHARS).
+UPGRADE = (
+    FUNCTION,
+    "DROP INDEX ix_nodes_search",
+    "CREATE INDEX ix_nodes_search ON nodes "
+    "USING gin (to_tsvector('simple', memstore_search_fold(left(search_text, 250000))))",
+    "DROP INDEX ix_nodes_search_chars",
+    "CREATE INDEX ix_nodes_search_chars ON nodes "
+    "USING gin (to_tsvector('simple', memstore_search_fold(left(search_chars, 250000)))) "
+    "WHERE search_chars <> ''",
+)
+DOWNGRADE = (
+    "DROP INDEX ix_nodes_search_chars",
+    "CREATE INDEX ix_nodes_search_chars ON nodes "
+    "USING gin (to_tsvector('simple', left(search_chars, 250000))) WHERE search_chars <> ''",
+    "DROP INDEX ix_nodes_search",
+    "CREATE INDEX ix_nodes_search ON nodes "
+    "USING gin (to_tsvector('simple', left(search_text, 250000)))",
+    "DROP FUNCTION memstore_search_fold(text)",
+)
 
 
-def fold(text: str) -> str:
-    """`text` with accents taken off as the search indexes hold it (PostgreSQL lowers the
-    case of what is left; so does FTS5)."""
-    return text if text.isascii() else text.translate(_FOLD)
+def upgrade() -> None:
+    if op.get_bind().dialect.name == "postgresql":
+        for statement in UPGRADE:
+            op.execute(statement)
 
 
-def fold_in_place(text: str) -> str:
-    """`text` folded character for character, keeping its length (combining accents stay), so
-    that a match found in it is at the same place in `text`: for snippets."""
-    return text if text.isascii() else text.translate(_FOLD_IN_PLACE)
+def downgrade() -> None:
+    if op.get_bind().dialect.name == "postgresql":
+        for statement in DOWNGRADE:
+            op.execute(statement)
