@@ -68,7 +68,7 @@ WORDS = st.text(alphabet="abcAB-\"*()|&!:'.@/<>àÀéÉïçệ\u0301", min_size=
 TEXT = st.lists(WORDS, min_size=1, max_size=8).map(" ".join)
 
 
-@settings(max_examples=400, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(corpus=st.lists(TEXT, min_size=1, max_size=8), query=TEXT)
 def test_sqlite_and_postgresql_find_the_same_turns(
     sqlite_url: str, postgres_url: str, corpus: list[str], query: str
