@@ -114,6 +114,7 @@ def report(name: str, timings: list[float]) -> float:
 
 
 def main() -> int:
+    global SEPARATOR, SESSION_TURNS, ACCENTED
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=100_000)
     parser.add_argument("--postgres", help="also measure this PostgreSQL database")
@@ -122,7 +123,6 @@ def main() -> int:
     parser.add_argument("--accented", action="store_true", help="a quarter of the words accented")
     args = parser.parse_args()
     rng = random.Random(7)
-    global SEPARATOR, SESSION_TURNS, ACCENTED
     SEPARATOR = "" if args.unspaced else " "
     SESSION_TURNS, ACCENTED = args.session_turns, args.accented
     words = unspaced_vocabulary(rng) if args.unspaced else vocabulary(rng)
