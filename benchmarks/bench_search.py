@@ -131,8 +131,8 @@ def main() -> int:
     queries: list[tuple[str, str | None]] = [(rng.choice(words[:400]), None) for _ in range(40)]
     queries += [(f"{rng.choice(words[:30])} {rng.choice(words[:400])}", None) for _ in range(40)]
     queries += [(rng.choice(words[:400]), rng.choice(sessions)) for _ in range(40)]
-    common = [(words[0], None)] * 20
-    rare = [(rng.choice(words[1000:1200]), None) for _ in range(40)]
+    common: list[tuple[str, str | None]] = [(words[0], None)] * 20
+    rare: list[tuple[str, str | None]] = [(rng.choice(words[1000:1200]), None) for _ in range(40)]
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
         (root / "corpus").mkdir()

@@ -33,6 +33,7 @@ from memstore.errors import (
     SessionImportingError,
     StoreError,
     StoreNotReadyError,
+    TimeLimitError,
     UnknownNodeError,
     UnknownSessionError,
 )
@@ -294,6 +295,7 @@ __all__ = [
     "TextDeltaEvent",
     "ThinkingBlock",
     "ThinkingDeltaEvent",
+    "TimeLimitError",
     "ToolCallBlock",
     "ToolFinishedEvent",
     "ToolOutcome",

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
 import runpy
 import sqlite3
+import string
 import subprocess
 import sys
 from contextlib import closing
@@ -105,17 +107,20 @@ def test_fold_is_what_sqlite_fts5_does() -> None:
 def test_the_migration_holds_the_same_table() -> None:
     path = next((migrations_dir() / "versions").glob("*_postgresql_search_reads_words_*.py"))
     revision = runpy.run_path(str(path))
-    for name in ("FOLDED", "FOLDED_TO", "DROPPED", "SPACED"):
+    for name in ("FOLDED", "FOLDED_TO", "DROPPED", "SPACED", "ACCENTED"):
         assert revision[name] == getattr(folding, name), name
     assert len(folding.FOLDED) == len(folding.FOLDED_TO)
+    accented = re.compile(folding.ACCENTED)
+    assert all(accented.match(char) for char in folding.FOLDED + folding.DROPPED)
 
 
 def test_postgresql_folds_as_python_does(postgres_url: str) -> None:
-    text = folding.FOLDED + folding.DROPPED + folding.SPACED + " naïve Ça, don't"
+    text = folding.FOLDED + folding.DROPPED + string.printable + " naïve Ça, don't 漢字"
+    statement = sqlalchemy.text(f"SELECT lower({folding.SQL_FOLD}(:text))")
     with SessionStore(postgres_url) as store, store.engine.connect() as connection:
-        statement = sqlalchemy.text(f"SELECT lower({folding.SQL_FOLD}(:text))")
-        folded = connection.execute(statement, {"text": text}).scalar_one()
-    assert folded == folding.sql_fold(text).lower()
+        for each in (text, string.printable, "漢字 a-b"):  # the fast paths too
+            folded = connection.execute(statement, {"text": each}).scalar_one()
+            assert folded == folding.sql_fold(each).lower()
 
 
 def test_the_migration_folds_turns_stored_before_it_and_its_downgrade_undoes_it(

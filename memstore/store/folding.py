@@ -22,6 +22,7 @@ from __future__ import annotations
 import string
 
 __all__ = [
+    "ACCENTED",
     "DROPPED",
     "FOLDED",
     "FOLDED_TO",
@@ -82,6 +83,9 @@ DROPPED = (
 
 SPACED = string.punctuation
 """ASCII punctuation, which PostgreSQL's folding makes spaces (FTS5 reads it so anyway)."""
+ACCENTED = "[\u00b5-\u0233\u0300-\u0331\u03c2-\u03f5\u1e00-\u1ef9\u1fbe\u212b]"
+"""A regular expression's class holding every character of the table: PostgreSQL runs the
+table's `translate` (slow: it scans the table for each character) only on text it matches."""
 
 _FOLD = str.maketrans(FOLDED, FOLDED_TO, DROPPED)
 _SQL_FOLD = str.maketrans(FOLDED + SPACED, FOLDED_TO + " " * len(SPACED), DROPPED)

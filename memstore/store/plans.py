@@ -83,6 +83,7 @@ __all__ = [
     "ROLLBACK",
     "UNSET",
     "Boundary",
+    "ConnectionStep",
     "Plan",
     "SessionInfo",
     "Step",
@@ -104,9 +105,16 @@ class Boundary(Enum):
 
 COMMIT = Boundary.COMMIT
 ROLLBACK = Boundary.ROLLBACK
-Step: TypeAlias = Executable | tuple[Executable | Prepared, Params] | Boundary
-"""A statement, or a statement and its parameters (a list of rows: executemany), or a
-transaction boundary."""
+
+
+class ConnectionStep:
+    """A step the driver takes on its connection itself, not a statement: SQLite's progress
+    handler for a time limit (`time_limits.SqliteTimeLimit`)."""
+
+
+Step: TypeAlias = Executable | tuple[Executable | Prepared, Params] | Boundary | ConnectionStep
+"""A statement, or a statement and its parameters (a list of rows: executemany), a
+transaction boundary, or a step on the connection."""
 
 
 class StepResult(Protocol):

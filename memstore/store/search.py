@@ -64,6 +64,7 @@ from memstore.store.tables import (
     of_visible_session,
     sessions,
 )
+from memstore.store.time_limits import check_seconds, time_limited
 from memstore.types import is_storable_text
 
 __all__ = ["SearchHit", "fts5_query", "search", "text_snippet"]
@@ -321,9 +322,27 @@ def _postgres_search(words: list[str], session_id: str | None, limit: int) -> Se
 
 
 def search(
-    dialect: str, query: str, *, session_id: str | None = None, limit: int = 20
+    dialect: str,
+    query: str,
+    *,
+    session_id: str | None = None,
+    limit: int = 20,
+    timeout: float | None = None,
 ) -> Plan[list[SearchHit]]:
-    """The best `limit` turns matching every word of `query`, best first."""
+    """The best `limit` turns matching every word of `query`, best first, each statement
+    stopped after `timeout` seconds (None: no limit; see `time_limits`)."""
+    seconds = check_seconds(timeout, "a search time limit")
+    stopped = (
+        f"the search ran longer than {seconds or 0:g} s and was stopped (a longer timeout "
+        "allows more: memstore search --timeout SECONDS, or search(..., timeout=SECONDS))"
+    )
+    plan = _search(dialect, query, session_id=session_id, limit=limit)
+    return (yield from time_limited(plan, dialect, seconds, stopped))
+
+
+def _search(
+    dialect: str, query: str, *, session_id: str | None, limit: int
+) -> Plan[list[SearchHit]]:
     if not isinstance(query, str):
         raise InvalidArgumentError(f"a search query is text, not {type(query).__name__}")
     if type(limit) is not int or limit <= 0:
