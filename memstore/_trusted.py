@@ -10,12 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 
 from pydantic import BaseModel
-
-if TYPE_CHECKING:
-    from memstore._wire import _Wire
+from pydantic.fields import FieldInfo
 
 __all__ = [
     "NO_EXTRA",
@@ -33,6 +31,21 @@ __all__ = [
 ]
 
 _M = TypeVar("_M", bound=BaseModel)
+
+
+class _WireModel(Protocol):
+    """What a layout needs of a model class (`memstore._wire._Wire`), named here so that this
+    module does not import the one that imports it."""
+
+    __pydantic_fields__: ClassVar[dict[str, FieldInfo]]  # what `model_fields` returns
+
+    @classmethod
+    def _wire_names(cls) -> dict[str, str]: ...
+
+    @classmethod
+    def _always_present(cls) -> tuple[str, ...]: ...
+
+
 _setattr = object.__setattr__  # sets a frozen model's slots, as pydantic itself does
 _new_object = object.__new__
 
@@ -83,7 +96,7 @@ _LAYOUTS: dict[tuple[type[Any], tuple[str, ...]], Layout] = {}
 _MAX_LAYOUTS = 4096
 
 
-def layout_of(cls: type[_Wire], keys: tuple[str, ...]) -> Layout | None:
+def layout_of(cls: type[_WireModel], keys: tuple[str, ...]) -> Layout | None:
     """How to build `cls` from data with `keys` (None: a required key is missing), worked out
     once per class and key tuple. Keys are wire names, as validation reads a dict."""
     found = _LAYOUTS.get((cls, keys))
@@ -94,17 +107,17 @@ def layout_of(cls: type[_Wire], keys: tuple[str, ...]) -> Layout | None:
     return found
 
 
-def _work_out_layout(cls: type[_Wire], keys: tuple[str, ...]) -> Layout | None:
+def _work_out_layout(cls: type[_WireModel], keys: tuple[str, ...]) -> Layout | None:
     """Map each key to its field (or to the extras), and find what is missing."""
     by_key = {key: name for name, key in cls._wire_names().items()}
     names = tuple(by_key.get(key) for key in keys)
     given = {name for name in names if name is not None}
-    fields = cls.model_fields.items()
+    fields = cls.__pydantic_fields__.items()
     if any(field.is_required() and name not in given for name, field in fields):
         return None
     implied = tuple(key for key in cls._always_present() if key not in keys)
     return Layout(
-        same=names == keys and len(given) == len(cls.model_fields),
+        same=names == keys and len(given) == len(cls.__pydantic_fields__),
         no_extra=None not in names,
         names=names,
         defaults={name: field.default for name, field in fields if name not in given},

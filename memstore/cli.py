@@ -16,7 +16,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -390,12 +390,13 @@ def import_files(
             report = store.import_files(
                 paths, session_id=session, file_progress=file_progress, **options
             )
+        short = _short_ids(store, [(item.session_id, item.leaf) for item in report.files])
     failures = [str(failure) for failure in report.failures]
     if as_json:
         emit_json({"files": [_import_json(item) for item in report.files], "errors": failures})
     else:
         if report.files:
-            _print_import_table(report.files)
+            _print_import_table(report.files, short)
         for item in report.files:
             for warning in item.warnings:
                 err.print(f"[yellow]warning:[/yellow] {escape(warning)}", soft_wrap=True)
@@ -511,7 +512,7 @@ def _import_json(item: FileImport) -> dict[str, Any]:
     }
 
 
-def _print_import_table(reports: list[FileImport]) -> None:
+def _print_import_table(reports: list[FileImport], short: Mapping[NodeKey, str]) -> None:
     from memstore.terminal import data_table
 
     rows = [
@@ -519,7 +520,7 @@ def _print_import_table(reports: list[FileImport]) -> None:
             item.session_id,
             str(item.records),
             str(item.nodes),
-            (item.leaf or "")[:12],
+            _shown(short, item.session_id, item.leaf),
             "unchanged" if item.unchanged else _count(len(item.warnings), "warning", ""),
         )
         for item in reports
@@ -721,6 +722,7 @@ def list_sessions(
 
     with open_store(ctx, read_only=True) as store:
         infos = store.sessions(tag=tag, limit=limit)
+        short = {} if as_json else _short_ids(store, [(info.id, info.head) for info in infos])
     if as_json:
         emit_json([_session_json(info) for info in infos])
         return
@@ -731,7 +733,7 @@ def list_sessions(
             str(info.node_count),
             str(info.branch_count),
             format_time(info.updated_at),
-            (info.head or "")[:12],
+            _shown(short, info.id, info.head),
             info.title or "",
         )
         for info in infos
@@ -800,10 +802,33 @@ def show(
         if leaf is not None:
             leaf = store.resolve_node_id(session, leaf)  # a short id, as the tables show them
         nodes = store.load_path_nodes(session, leaf, last=last)
+        short = {} if as_json else store.short_node_ids(session, (node.id for node in nodes))
     if as_json:
         emit_nodes_json(nodes)
     else:
-        out.print(render_transcript(nodes))
+        out.print(render_transcript(nodes, short))
+
+
+NodeKey = tuple[str, str]
+"""A node as (session id, node id)."""
+
+
+def _short_ids(store: SessionStore, wanted: Iterable[tuple[str, str | None]]) -> dict[NodeKey, str]:
+    """Each (session, node id) pair's short id, unique in its session (a None id: no node)."""
+    by_session: dict[str, list[str]] = {}
+    for session_id, node_id in wanted:
+        if node_id is not None:
+            by_session.setdefault(session_id, []).append(node_id)
+    return {
+        (session_id, node_id): shown
+        for session_id, ids in by_session.items()
+        for node_id, shown in store.short_node_ids(session_id, ids).items()
+    }
+
+
+def _shown(short: Mapping[NodeKey, str], session_id: str, node_id: str | None) -> str:
+    """A node id as tables show it: its short form, or whole when it has none (or '')."""
+    return "" if node_id is None else short.get((session_id, node_id), node_id)
 
 
 def emit_nodes_json(nodes: list[SessionNode]) -> None:
@@ -846,6 +871,10 @@ def _nests_deeper_than(value: Any, limit: int) -> bool:
     return False
 
 
+SNIPPET_WIDTH = 40
+"""Characters a search snippet's column keeps at least, so that it reads as a phrase."""
+
+
 @app.command()
 @friendly_errors
 def search(
@@ -866,6 +895,9 @@ def search(
         if session is not None:
             existing_session(store, session)
         hits = store.search(query, session_id=session, limit=limit, timeout=timeout)
+        short = (
+            {} if as_json else _short_ids(store, [(hit.session_id, hit.node_id) for hit in hits])
+        )
     if as_json:
         emit_json([json_record(hit) for hit in hits])
         return
@@ -876,16 +908,20 @@ def search(
         (
             hit.session_id,
             hit.agent,
-            hit.node_id[:12],
+            _shown(short, hit.session_id, hit.node_id),
             hit.role,
             format_time(hit.created_at),
-            hit.snippet.replace("\n", " "),
+            " ".join(hit.snippet.split()),  # runs of spaces, tabs and newlines as one space
         )
         for hit in hits
     ]
     headers = ("session", "agent", "node", "role", "time (UTC)", "snippet")
     copyable = (True, True, True, True, True, False)
-    out.print(data_table(headers, rows, copyable=copyable, width=out.width))
+    readable = {"snippet": SNIPPET_WIDTH}  # narrower, a hit below its ids instead
+    table = data_table(
+        headers, rows, copyable=copyable, width=out.width, readable=readable, narrow="entries"
+    )
+    out.print(table)
 
 
 @app.command()

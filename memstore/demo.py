@@ -6,7 +6,7 @@ import itertools
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.markup import escape
 from rich.table import Table
 
@@ -15,7 +15,7 @@ from memstore.errors import QueryError
 from memstore.graph import SessionGraph
 from memstore.jsonl import JsonlSessionStore, session_file
 from memstore.store import SessionStore
-from memstore.terminal import render_tree
+from memstore.terminal import data_table, render_tree
 from memstore.types import ModelCard
 
 __all__ = ["DEMO_TAG", "build_demo_sessions", "run_demo", "write_legacy_files"]
@@ -142,17 +142,17 @@ def write_legacy_files(root: Path) -> list[Path]:
     return [session_file(root, f"legacy-{session_id}") for session_id in DEMO_SESSIONS]
 
 
-def _sessions_table(store: SessionStore) -> Table:
-    table = Table("session", "nodes", "branches", "head", "title", title="sessions")
+def _sessions_table(store: SessionStore, width: int) -> RenderableType:
+    rows = []
     for info in store.sessions():
-        table.add_row(
-            escape(info.id),
-            str(info.node_count),
-            str(info.branch_count),
-            (info.head or "")[:8],
-            escape(info.title or ""),
-        )
-    return table
+        short = store.short_node_ids(info.id, [info.head] if info.head else [])
+        head = short.get(info.head or "", "")
+        rows.append((info.id, str(info.node_count), str(info.branch_count), head, info.title or ""))
+    headers = ("session", "nodes", "branches", "head", "title")
+    copyable = (True, True, True, True, False)
+    return data_table(
+        headers, rows, copyable=copyable, width=width, title="sessions", one_line=("title",)
+    )
 
 
 def _search_table(store: SessionStore, query: str) -> Table:
@@ -201,7 +201,7 @@ def run_demo(store: SessionStore, console: Console, workdir: Path) -> None:
         f"imported {len(report.files)} legacy JSONL files from {workdir / 'legacy-jsonl'}: "
         f"{report.records} records, {report.nodes} nodes"
     )
-    console.print(_sessions_table(store))
+    console.print(_sessions_table(store, console.width))
     console.print(render_tree(store.load_session("demo-config-parser")))
     console.print(_search_table(store, "upload race"))
     _show_sql(store, console)

@@ -10,12 +10,57 @@ from memstore.errors import BrokenLineageError, UnknownNodeError
 from memstore.hashing import hash_node
 from memstore.types import Clock, SessionNode, Turn, TurnLike, parse_turn
 
-__all__ = ["SessionGraph", "system_clock"]
+__all__ = ["SHORT_ID", "SessionGraph", "short_id", "short_ids", "system_clock"]
+
+SHORT_ID = 8
+"""Characters of a node id shown at least; more where another id of the session shares them."""
 
 
 def system_clock() -> int:
     """The current time in epoch milliseconds, like JavaScript's `Date.now()`."""
     return time.time_ns() // 1_000_000
+
+
+def short_ids(ids: Iterable[str], minimum: int = SHORT_ID) -> dict[str, str]:
+    """Each id's short form among `ids` (one session's): see `short_id`.
+
+    Sorted, an id shares its longest prefix with another id with one of its two neighbours,
+    so one pass over the sorted ids finds every short form.
+    """
+    ordered = sorted(set(ids))
+    return {
+        node_id: short_id(
+            node_id,
+            ordered[index - 1] if index else None,
+            ordered[index + 1] if index + 1 < len(ordered) else None,
+            minimum,
+        )
+        for index, node_id in enumerate(ordered)
+    }
+
+
+def short_id(node_id: str, before: str | None, after: str | None, minimum: int = SHORT_ID) -> str:
+    """The shortest prefix of `node_id` (of at least `minimum` characters) that no other id of
+    its session starts with, as git shortens hashes; the whole id when it starts another id
+    (a whole id always names itself). `before` and `after` are the session's ids just below
+    and just above `node_id` in code-point order (None at either end): they are the ones
+    sharing the longest prefix with it. `SessionStore.resolve_node_id` takes the result back
+    to `node_id`.
+    """
+    shared = max(_common_prefix(node_id, other) for other in (before, after, ""))
+    return node_id[: max(minimum, shared + 1)]
+
+
+def _common_prefix(first: str, second: str | None) -> int:
+    """How many leading characters two strings share."""
+    if second is None:
+        return 0
+    length = 0
+    for a, b in zip(first, second, strict=False):
+        if a != b:
+            break
+        length += 1
+    return length
 
 
 class SessionGraph:

@@ -78,7 +78,16 @@ class SnapshotAccumulator:
         self._snapshot: RunSnapshot | None = None
 
     def __repr__(self) -> str:
-        return f"SnapshotAccumulator(snapshot={self._snapshot!r})"
+        # What the run is and how far it got: the snapshot's turns can run to megabytes.
+        shot = self._snapshot
+        if shot is None:
+            return "SnapshotAccumulator(snapshot=None)"
+        failed = f", error={shot.error.message!r}" if shot.error is not None else ""
+        return (
+            f"SnapshotAccumulator(run_id={shot.run_id!r}, session_id={shot.session_id!r}, "
+            f"phase={shot.phase!r}, model={shot.model!r}, messages={len(shot.messages)}, "
+            f"pending={len(shot.pending)}{failed})"
+        )
 
     def observe(self, event: RunEvent) -> None:
         """Fold one event in; events that carry no snapshot are ignored."""

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from rich.cells import cell_len
 from rich.console import Group, RenderableType
 from rich.markup import escape
+from rich.padding import Padding
 from rich.panel import Panel
+from rich.rule import Rule
 from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
@@ -17,11 +19,11 @@ from rich.tree import Tree
 
 from memstore import jsjson
 from memstore.blocks import block_class
-from memstore.graph import SessionGraph
+from memstore.graph import SessionGraph, short_ids
 from memstore.render._common import turn_preview
 from memstore.types import SessionNode
 
-__all__ = ["data_table", "format_time", "render_transcript", "render_tree", "short_ids"]
+__all__ = ["data_table", "format_time", "render_transcript", "render_tree"]
 
 PREVIEW = 70
 TEXT_MIN_WIDTH = 12  # what a text column keeps, at least, beside whole copyable columns
@@ -34,36 +36,6 @@ def format_time(epoch_ms: int) -> str:
 
 def _one_line(node: SessionNode) -> str:
     return escape(turn_preview(node, PREVIEW))
-
-
-SHORT_ID = 8
-"""Characters of a node id shown at least; more where another id of the session shares them."""
-
-
-def short_ids(ids: Sequence[str], minimum: int = SHORT_ID) -> dict[str, str]:
-    """Each id's shortest prefix (of at least `minimum` characters) that no other id starts
-    with, as git shortens hashes; an id that starts another is shown whole (it resolves as
-    itself). `show --leaf` resolves any of these to the id it came from."""
-    ordered = sorted(set(ids))
-    shared = [0] * len(ordered)
-    for index in range(1, len(ordered)):
-        common = _common_prefix(ordered[index - 1], ordered[index])
-        shared[index - 1] = max(shared[index - 1], common)
-        shared[index] = common
-    return {
-        node_id: node_id[: max(minimum, common + 1)]
-        for node_id, common in zip(ordered, shared, strict=True)
-    }
-
-
-def _common_prefix(first: str, second: str) -> int:
-    """How many leading characters two strings share."""
-    length = 0
-    for a, b in zip(first, second, strict=False):
-        if a != b:
-            break
-        length += 1
-    return length
 
 
 def _label(node: SessionNode, head: str | None, short: str) -> str:
@@ -133,13 +105,19 @@ def _block(block: dict[str, Any]) -> RenderableType:
     return Panel(body, title=escape(title), style=style if view.call_id else "yellow")
 
 
-def render_transcript(nodes: list[SessionNode]) -> RenderableType:
-    """One path's turns, each with its role, time and blocks: at most SHOWN_BLOCKS blocks of
-    a turn and SHOWN_CHARS characters of a block, so that any stored turn shows in seconds."""
+def render_transcript(
+    nodes: list[SessionNode], short: Mapping[str, str] | None = None
+) -> RenderableType:
+    """One path's turns, each with its role, time, id and blocks: at most SHOWN_BLOCKS blocks
+    of a turn and SHOWN_CHARS characters of a block, so that any stored turn shows in seconds.
+    An id is shown as `short` has it (unique in the session: `show --leaf` takes it back), or
+    whole."""
+    short = short or {}
     parts: list[RenderableType] = []
     for node in nodes:
         heading = Text(
-            f"{node.turn.role} · {format_time(node.created_at)} · {node.id[:12]}", style="bold"
+            f"{node.turn.role} · {format_time(node.created_at)} · {short.get(node.id, node.id)}",
+            style="bold",
         )
         parts.append(heading)
         blocks = node.turn.blocks
@@ -152,6 +130,12 @@ def render_transcript(nodes: list[SessionNode]) -> RenderableType:
     return Group(*parts)
 
 
+Narrow = Literal["records", "entries"]
+"""How `data_table` lays rows out when its columns do not fit: `records`, a block per row of
+"header  value" lines (as psql's expanded display); `entries`, a line of the copyable values
+and under it the text, indented, at the terminal's whole width (search hits)."""
+
+
 def data_table(
     headers: Sequence[str],
     rows: Sequence[Sequence[str]],
@@ -161,43 +145,85 @@ def data_table(
     title: str | None = None,
     spare: Sequence[str] = (),
     one_line: Sequence[str] = (),
-) -> Table:
-    """A table that never cuts a copyable cell (an id, a number, a time) with an ellipsis.
+    readable: Mapping[str, int] | None = None,
+    narrow: Narrow = "records",
+) -> RenderableType:
+    """A table that never cuts a copyable cell (an id, a number, a time) with an ellipsis,
+    nor a header in the middle of a word.
 
-    Copyable columns are shown whole when they fit `width` beside a narrow share for each text
-    column (text columns wrap). When they do not, the `spare` columns are left out, in the order
-    given, until they do; when even that is not enough, every column folds onto more lines.
-    The `one_line` columns (a title) keep one line, cut with an ellipsis: a long one does not
-    make its row tall.
+    Copyable columns are shown whole when they fit `width` beside a share for each text
+    column (text columns wrap): TEXT_MIN_WIDTH characters, or what `readable` asks for the
+    column, and never less than its header. When they do not, the `spare` columns are left out,
+    in the order given, until they do; when even that is not enough, the rows are laid out
+    one below the other as `narrow` says. The `one_line` columns (a title) keep one line, cut
+    with an ellipsis: a long one does not make its row tall.
     """
-    columns = list(range(len(headers)))
-    widths = [
-        max([cell_len(header), *(cell_len(row[index]) for row in rows)])
-        for index, header in enumerate(headers)
+    least = [
+        cell_len(header) if copy else max(cell_len(header), (readable or {}).get(header, 0))
+        for header, copy in zip(headers, copyable, strict=True)
     ]
+    widths = [
+        max([least[index], *(cell_len(row[index]) for row in rows)])
+        for index in range(len(headers))
+    ]
+    columns = list(range(len(headers)))
     left_out = iter([headers.index(name) for name in spare])
-    while not (whole := _fits(columns, widths, copyable, width)):
+    while not _fits(columns, widths, least, copyable, width):
         dropped = next(left_out, None)
         if dropped is None:
-            columns = list(range(len(headers)))
-            break
+            if narrow == "entries":
+                return _entries(headers, rows, copyable, title)
+            return _records(headers, rows, one_line, title)
         columns.remove(dropped)
-    headers = [headers[index] for index in columns]
-    widths = [widths[index] for index in columns]
-    copyable = [copyable[index] for index in columns]
-    cut = [header in one_line for header in headers]
-    rows = [[row[index] for index in columns] for row in rows]
     table = Table(title=title, show_edge=False, pad_edge=False)
-    for header, size, copy in zip(headers, widths, copyable, strict=True):
-        if copy and whole:
-            table.add_column(header, no_wrap=True, min_width=size)
-        elif whole:
-            table.add_column(header, overflow="fold", min_width=min(size, TEXT_MIN_WIDTH))
+    for index in columns:
+        if copyable[index]:
+            table.add_column(headers[index], no_wrap=True, min_width=widths[index])
         else:
-            table.add_column(header, overflow="fold")
+            text_width = min(widths[index], max(least[index], TEXT_MIN_WIDTH))
+            table.add_column(headers[index], overflow="fold", min_width=text_width)
     for row in rows:
-        table.add_row(*(_cell(text, single) for text, single in zip(row, cut, strict=True)))
+        table.add_row(*(_cell(row[index], headers[index] in one_line) for index in columns))
     return table
+
+
+def _records(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    one_line: Sequence[str],
+    title: str | None,
+) -> RenderableType:
+    """Each row as a numbered block of lines, a header and its value on each: every header
+    whole however many columns a query has."""
+    parts: list[RenderableType] = [Text(title, style="italic")] if title else []
+    for number, row in enumerate(rows, 1):
+        parts.append(Rule(f"row {number}", align="left", style="dim"))
+        grid = Table.grid(padding=(0, 2))
+        grid.add_column(style="bold", no_wrap=True)
+        grid.add_column(overflow="fold")
+        for header, value in zip(headers, row, strict=True):
+            grid.add_row(header, _cell(value, header in one_line))
+        parts.append(grid)
+    return Group(*parts)
+
+
+def _entries(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    copyable: Sequence[bool],
+    title: str | None,
+) -> RenderableType:
+    """Each row as its copyable values on one line, then each text value under them,
+    indented, with the terminal's whole width to wrap in."""
+    parts: list[RenderableType] = [Text(title, style="italic")] if title else []
+    for row in rows:
+        values = [value for value, copy in zip(row, copyable, strict=True) if copy and value]
+        parts.append(Text("  ".join(values), style="bold"))
+        for value, copy in zip(row, copyable, strict=True):
+            if not copy:
+                parts.append(Padding(Text(value), (0, 0, 0, 2)))
+        parts.append(Text(""))
+    return Group(*parts)
 
 
 def _cell(text: str, one_line: bool) -> Text:
@@ -208,9 +234,16 @@ def _cell(text: str, one_line: bool) -> Text:
 
 
 def _fits(
-    columns: Sequence[int], widths: Sequence[int], copyable: Sequence[bool], width: int
+    columns: Sequence[int],
+    widths: Sequence[int],
+    least: Sequence[int],
+    copyable: Sequence[bool],
+    width: int,
 ) -> bool:
-    """Whether `columns` fit `width`: copyable cells whole, the others at a narrow share."""
+    """Whether `columns` fit `width`: copyable cells and every header whole, each text column
+    at its share (see `data_table`)."""
     frame = 3 * (len(columns) - 1)  # " │ " between columns; no outer edges to spend width on
-    needed = sum(widths[i] if copyable[i] else min(widths[i], TEXT_MIN_WIDTH) for i in columns)
+    needed = sum(
+        widths[i] if copyable[i] else min(widths[i], max(least[i], TEXT_MIN_WIDTH)) for i in columns
+    )
     return frame + needed <= width

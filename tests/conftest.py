@@ -61,7 +61,7 @@ def postgres_url(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """A URL whose connections see a fresh, empty schema of their own, dropped afterwards.
 
     `$MEMSTORE_READ_URL` names a login of its own that can only read that schema's tables (the
-    README's recipe), so that read-only queries run as it, as memstore requires."""
+    docs' recipe (docs/sql.md)), so that read-only queries run as it, as memstore requires."""
     server = make_url(postgres_server_url()).set(drivername="postgresql+psycopg")
     schema = f"memstore_test_{uuid.uuid4().hex[:16]}"
     reader = f"{schema}_reader"
@@ -83,7 +83,7 @@ def postgres_url(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
 
 
 def reader_recipe(schema: str, reader: str) -> list[str]:
-    """The README's recipe for a login that can only read memstore's tables in `schema`."""
+    """The docs' recipe (docs/sql.md) for a login that reads only memstore's tables in `schema`."""
     return [
         f'CREATE SCHEMA "{schema}"',
         f'CREATE ROLE "{reader}" LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION',

@@ -61,7 +61,7 @@ def test_entries_are_deduplicated_searchable_and_in_readable_sessions(
         query = (
             "SELECT session_id, nodes, updated_at FROM session_stats JOIN session_sources "
             "USING (session_id) WHERE agent = 'claude-agent-sdk' ORDER BY updated_at DESC"
-        )  # the README's
+        )  # the docs' (docs/frameworks.md)
         rows = await maybe(store.read_only_query(query))
         assert [tuple(row)[:2] for row in rows.rows] == [(session_id, 4)]
 

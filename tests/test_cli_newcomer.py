@@ -173,7 +173,7 @@ def test_tables_show_numbers_and_ids_whole(imported: str, columns: int) -> None:
     for item in json.loads(memstore(imported, "sessions", "--json").stdout):
         assert item["id"] in listing
         assert format_time(item["updatedAt"]) in listing  # not wrapped at its space
-        assert item["head"][:12] in listing
+        assert f" {item['head'][:8]} " in listing  # the shortest prefix unique in its session
     assert ("branches" in listing) == (columns == 200)  # the first spare column, left out at 80
 
 

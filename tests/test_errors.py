@@ -71,6 +71,16 @@ MISUSES: dict[str, tuple[Callable[[SessionStore], Any], type[MemstoreError], str
         InvalidArgumentError,
         "too large",
     ),
+    "a negative session list limit": (
+        lambda store: store.sessions(limit=-1),
+        InvalidArgumentError,
+        "-1",
+    ),
+    "a session list limit that is text": (
+        lambda store: store.sessions(limit="3"),  # type: ignore[arg-type]
+        InvalidArgumentError,
+        "'3'",
+    ),
     "a metadata filter that is no mapping": (
         lambda store: store.sessions(metadata=["a"]),  # type: ignore[arg-type]
         InvalidArgumentError,

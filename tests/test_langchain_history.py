@@ -65,7 +65,7 @@ def test_runnable_with_history_sends_turn_3_what_the_in_memory_history_sends(
         assert _conversation(ours, use_async=False) == expected
         assert len(store.search("times", session_id="s")) == 1
         query = "SELECT session_id, role, text FROM turns ORDER BY seq DESC LIMIT 20"
-        rows = store.read_only_query(query).rows  # the README's
+        rows = store.read_only_query(query).rows  # the docs' (docs/frameworks.md)
         assert [tuple(row) for row in rows][-2:] == [
             ("s", "assistant", "5"),
             ("s", "user", "2 + 3?"),

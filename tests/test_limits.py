@@ -190,7 +190,7 @@ def test_an_endless_line_is_refused_once_it_passes_the_limit(
 
 # --- one huge turn: memory per record within a documented factor, whatever its shape ----------
 
-MEMORY_FACTOR = 20  # RELIABILITY.md, "Any stored turn renders"
+MEMORY_FACTOR = 20  # docs/reliability.md, "Any stored turn renders"
 HTML_MEMORY_FACTOR = 25  # the HTML page is built whole, then scrubbed: the same section
 
 # Runs one CLI command in this process after a warm-up command; prints the peak before and after.

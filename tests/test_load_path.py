@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from memstore import SessionNode, Turn, UnknownNodeError
 from memstore.errors import InvalidArgumentError, InvalidNodeIdError
 from memstore.store import SessionStore, create_store_engine, plans
+from memstore.store.plans import paths
 
 from .test_store import append_all, call, graph, result, say
 
@@ -25,7 +26,7 @@ def walked(store: SessionStore, session_id: str, leaf: str) -> list[SessionNode]
     """The path to `leaf` as the SQL walk finds it (how every whole path was read before)."""
 
     def walk() -> Generator[Any, Any, list[SessionNode]]:
-        rows = yield from plans._walked_rows(store.dialect, session_id, leaf, plans._NO_LIMIT)
+        rows = yield from paths._walked_rows(store.dialect, session_id, leaf, paths._NO_LIMIT)
         return plans.nodes_from_rows(rows)
 
     return store._run(walk(), write=False, action="walking a path")

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 import sys
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from memstore import AmbiguousNodeError, UnknownNodeError
+from memstore.cli import app
+from memstore.graph import SessionGraph, short_ids
+from memstore.render import render_html
 from memstore.store import SessionStore
 
 from .conftest import LEGACY
@@ -73,3 +79,96 @@ def test_show_takes_a_short_leaf_id_in_a_real_process(tmp_path: Path) -> None:
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith("error: session 'branching': the short id '3' is ambiguous: it starts ")
     assert "35e3729593e09384f705b19d7b9d7588" in line
+
+
+# --- the shortest unique prefix, shown everywhere (issue 27 item 17) ----------------------------
+
+SHARING = ["line-101", *(f"line-101{n}" for n in range(10)), "line-2", "line-2a", "line-3"]
+"""Ids that start one another or share long prefixes, as pi's `line-N` ids do."""
+
+
+def text_turn(text: str) -> dict[str, object]:
+    return {"role": "user", "blocks": [{"kind": "text", "text": text}]}
+
+
+def chain(store: SessionStore, session_id: str, ids: list[str]) -> None:
+    """Store one turn per id, each under the one before (ids chosen, not hashed)."""
+    parent = None
+    for node_id in ids:
+        made = SessionGraph(session_id, clock=lambda: 1).append(text_turn(f"zebra {node_id}"))
+        store.append_node(session_id, made.model_copy(update={"id": node_id, "parent": parent}))
+        parent = node_id
+
+
+def test_the_store_shortens_ids_as_the_graph_does_and_resolves_them_back(
+    store: SessionStore, ids: list[str]
+) -> None:
+    chain(store, "t", SHARING)
+    for session_id, every in (("s", ids), ("t", SHARING)):
+        expected = short_ids(every)
+        few = every[:: len(every) // 5]  # one statement per id
+        assert store.short_node_ids(session_id, few) == {i: expected[i] for i in few}
+        assert store.short_node_ids(session_id, every) == expected  # the session's ids at once
+        for node_id, shown in expected.items():
+            assert store.resolve_node_id(session_id, shown) == node_id
+    assert store.short_node_ids("t", ["line-10", "nope", "\x00", ids[0]]) == {}
+    assert store.short_node_ids("missing", SHARING) == {}
+
+
+def test_a_short_id_is_the_shortest_prefix_no_other_id_starts_with() -> None:
+    shown = short_ids([*SHARING, "abcdef0123456789", "abcdef0199"])
+    assert shown["line-101"] == "line-101"  # it starts line-1010: whole, it names itself
+    assert shown["line-1015"] == "line-1015"
+    assert shown["line-2"] == "line-2"
+    assert shown["line-3"] == "line-3"
+    assert shown["abcdef0123456789"] == "abcdef012"
+    assert shown["abcdef0199"] == "abcdef019"
+    assert short_ids(["0123456789abcdef"]) == {"0123456789abcdef": "01234567"}
+    assert short_ids(["ab", "abcdefghijk"], minimum=2) == {"ab": "ab", "abcdefghijk": "abc"}
+
+
+LONG_SHARED = ["aaaaaaaaaaaaaaaa1", "aaaaaaaaaaaaaaaa2", "0123456789abcdef"]
+"""Two ids that share their first 16 characters (a 12-character cut named neither), and one
+that 8 characters name."""
+
+
+def test_every_command_shows_the_ids_show_leaf_opens(sqlite_url: str, tmp_path: Path) -> None:
+    with SessionStore(sqlite_url) as store:
+        chain(store, "s", LONG_SHARED)
+    shown = short_ids(LONG_SHARED)
+    assert list(shown.values()) == ["0123456789abcdef"[:8], *LONG_SHARED[:2]]
+
+    def memstore(*args: str) -> str:
+        result = CliRunner().invoke(app, ["--db", sqlite_url, *args], env={"COLUMNS": "200"})
+        assert result.exit_code == 0, result.output
+        return result.stdout
+
+    outputs = {
+        "tree": memstore("tree", "s"),
+        "sessions": memstore("sessions"),
+        "search": memstore("search", "zebra"),
+        "show": memstore("show", "s"),
+    }
+    for command, output in outputs.items():
+        expected = [shown["0123456789abcdef"]] if command == "sessions" else list(shown.values())
+        for short in expected:
+            assert re.search(rf"(^|\s){re.escape(short)}(\s|$)", output, re.M), (command, output)
+        assert "0123456789ab " not in output, command  # the old 12-character cut
+        assert "aaaaaaaaaaaa " not in output, command
+    for node_id, short in shown.items():
+        opened = json.loads(memstore("show", "s", "--leaf", short, "--json"))
+        assert opened[-1]["id"] == node_id
+    page = render_html(SessionStore(sqlite_url).load_session("s"))
+    for node_id, short in shown.items():
+        assert f'title="{node_id}">{short}</code>' in page
+
+
+def test_an_ambiguous_short_id_is_one_line_listing_its_candidates(sqlite_url: str) -> None:
+    with SessionStore(sqlite_url) as store:
+        chain(store, "s", LONG_SHARED)
+    result = CliRunner().invoke(app, ["--db", sqlite_url, "show", "s", "--leaf", "aaaaaaaaaaaa"])
+    assert result.exit_code == 1
+    assert result.stderr == (
+        "error: session 's': the short id 'aaaaaaaaaaaa' is ambiguous: it starts "
+        "aaaaaaaaaaaaaaaa1, aaaaaaaaaaaaaaaa2; give more of the id\n"
+    )

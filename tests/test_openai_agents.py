@@ -100,7 +100,7 @@ def test_the_runner_sends_turn_3_what_the_sdks_own_sqlite_session_sends(
         query = (
             "SELECT tool_name, count(*) FROM tool_calls WHERE session_id = 's' GROUP BY tool_name"
         )
-        rows = await maybe(store.read_only_query(query))  # the README's query
+        rows = await maybe(store.read_only_query(query))  # the docs' query (docs/frameworks.md)
         assert [tuple(row) for row in rows.rows] == [("add", 1)]
 
     with_store(body)

@@ -22,8 +22,8 @@ from sqlalchemy.dialects.postgresql.psycopg import PGDialect_psycopg
 
 from memstore import SessionGraph, SessionNode, SessionStore
 from memstore.jsonl import append_lines
-from memstore.store import plans as store_plans
 from memstore.store.engine import create_store_engine
+from memstore.store.plans import paths as path_plans
 from memstore.store.prepared import Prepared
 
 SIZE = 2_000  # nodes: enough that a scan of a session's rows costs more than a lookup
@@ -140,9 +140,9 @@ def _as_sent(prepared: Prepared) -> re.Pattern[str]:
 
 
 WHOLE_SESSION_READS = [
-    _as_sent(store_plans._CHAIN_CHECK),
-    _as_sent(store_plans._CHAIN_ROWS["postgresql", True]),
-    _as_sent(store_plans._CHAIN_ROWS["postgresql", False]),
+    _as_sent(path_plans._CHAIN_CHECK),
+    _as_sent(path_plans._CHAIN_ROWS["postgresql", True]),
+    _as_sent(path_plans._CHAIN_ROWS["postgresql", False]),
 ]
 
 

@@ -15,6 +15,7 @@ from memstore.errors import DatabaseError
 from memstore.store import aio, plans
 from memstore.store.bulk import paused_gc
 from memstore.store.errors import translate_database_errors
+from memstore.store.plans import nodes
 from memstore.store.prepared import Prepared
 from memstore.store.sync import drive
 from memstore.store.tables import sessions
@@ -224,7 +225,7 @@ def test_loading_a_session_reads_its_nodes_in_stored_order_from_an_index(
 ) -> None:
     """No sort of the session's rows: an index on (session_id, pk) gives them in order."""
     with SessionStore(database_url) as store, store.transaction(write=False) as connection:
-        sql = plans._SESSION_NODES.compiled(connection.dialect).sql
+        sql = nodes._SESSION_NODES.compiled(connection.dialect).sql
         cursor = connection.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
         if store.dialect == "sqlite":
             cursor.execute(f"EXPLAIN QUERY PLAN {sql}", {"session_id": "s"})

@@ -110,10 +110,10 @@ def test_the_session_stats_view(filled: SessionStore) -> None:
     assert stats == ("Flaky upload", 7, 3, 4, 2, 2, 1)
 
 
-def test_readme_examples_run(store: SessionStore) -> None:
+def test_the_sql_pages_examples_run(store: SessionStore) -> None:
     store.import_jsonl(LEGACY)
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
-    examples = [block.split("```", 1)[0].strip() for block in readme.split("```sql\n")[1:]]
+    page = (Path(__file__).parent.parent / "docs" / "sql.md").read_text()
+    examples = [block.split("```", 1)[0].strip() for block in page.split("```sql\n")[1:]]
     assert len(examples) >= 4
     for sql in examples:
         assert store.read_only_query(sql).columns, sql
@@ -408,7 +408,7 @@ def test_a_postgresql_query_is_stopped_at_the_reading_logins_temp_file_limit(
 ) -> None:
     reader = make_url(os.environ["MEMSTORE_READ_URL"]).username
     admin = sqlalchemy.create_engine(make_url(postgres_url).set(drivername="postgresql+psycopg"))
-    with admin.begin() as connection:  # the README's recipe, as a superuser, with a small limit
+    with admin.begin() as connection:  # docs/sql.md's recipe, as a superuser, small limit
         connection.execute(sqlalchemy.text(f"ALTER ROLE \"{reader}\" SET temp_file_limit = '1MB'"))
     admin.dispose()
     with SessionStore(postgres_url) as store:

@@ -7,7 +7,7 @@ import asyncio
 
 from typer.testing import CliRunner
 
-from memstore import SessionStore
+from memstore import RunError, RunSnapshot, SessionStore, SnapshotEvent
 from memstore.cli import app
 from memstore.ledger import SnapshotAccumulator
 from memstore.store.aio import AsyncSessionStore
@@ -57,3 +57,19 @@ def test_a_long_title_keeps_its_session_on_one_line_at_80_columns(sqlite_url: st
     assert len(lines) == 4, result.stdout  # header, rule, one line per session
     assert all(len(line) <= 80 for line in lines)
     assert any(line.endswith("…") for line in lines)
+
+
+def test_a_snapshot_accumulator_names_its_run_not_every_turn() -> None:
+    turns = [{"role": "user", "blocks": [{"kind": "text", "text": "x" * 1000}]}] * 200
+    snapshot = RunSnapshot.model_validate(
+        {"run_id": "r1", "session_id": "s", "phase": "streaming", "messages": turns, "model": "m"}
+    )
+    accumulator = SnapshotAccumulator()
+    accumulator.observe(SnapshotEvent(snapshot=snapshot))
+    assert repr(accumulator) == (
+        "SnapshotAccumulator(run_id='r1', session_id='s', phase='streaming', model='m', "
+        "messages=200, pending=0)"
+    )
+    failed = snapshot.model_copy(update={"phase": "faulted", "error": RunError(message="boom")})
+    accumulator.observe(SnapshotEvent(snapshot=failed))
+    assert repr(accumulator).endswith("messages=200, pending=0, error='boom')")

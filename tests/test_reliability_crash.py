@@ -317,7 +317,7 @@ def test_a_killed_import_leaves_the_session_absent_or_complete(
 # prove memory follows the largest record (a 50 MB image) and that 200,000 nodes stay workable.
 
 RECORD_BYTES = 50_000_000
-MEMORY_FACTOR = 7  # peak RSS growth over the record size; measured about 6 (see RELIABILITY.md)
+MEMORY_FACTOR = 7  # peak RSS growth over the record size; measured about 6 (docs/reliability.md)
 
 MEASURE = """
 import hashlib, re, sys

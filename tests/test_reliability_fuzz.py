@@ -8,7 +8,7 @@
   InvalidSessionIdError, or stored as plain data; `memstore export --all -o DIR` writes inside DIR.
 - Search takes any text; `read_only_query` refuses every write however it is wrapped.
 
-Tests marked xfail(strict=True) expose bugs found while writing this file (see RELIABILITY.md).
+Tests marked xfail(strict=True) expose bugs found while writing this file (see docs/reliability.md).
 """
 
 from __future__ import annotations

@@ -179,7 +179,7 @@ def memstore_schema(postgres_url: str) -> Iterator[str]:
 
 def grant_reading(schema: str) -> None:
     """Let this test's reading login (`$MEMSTORE_READ_URL`) read memstore's `schema`, as the
-    README's recipe does for the schema memstore lives in."""
+    docs' recipe (docs/sql.md) does for the schema memstore lives in."""
     reader = make_url(os.environ["MEMSTORE_READ_URL"]).username
     admin = sqlalchemy.create_engine(sqlalchemy_url(postgres_server_url()))
     with admin.begin() as connection:

@@ -241,6 +241,19 @@ def test_delete_session_removes_only_that_session(store: SessionStore) -> None:
     assert store.load_session("b").size == 1
 
 
+def test_a_metadata_filter_key_names_exactly_that_top_level_key(store: SessionStore) -> None:
+    """Any string is a key, quotes and dots included: never a path into nested metadata."""
+    store.update_session("nested", metadata={"team": {"sub": "v"}, "a.b": "dotted"})
+    store.update_session("weird", metadata={'we"ird': "w", "team": "t", "x.y": 1})
+    assert store.sessions(metadata={'team"."sub': "v"}) == []
+    assert store.sessions(metadata={"team.sub": "v"}) == []
+    assert [info.id for info in store.sessions(metadata={'we"ird': "w"})] == ["weird"]
+    assert [info.id for info in store.sessions(metadata={"a.b": "dotted"})] == ["nested"]
+    assert [info.id for info in store.sessions(metadata={"x.y": 1})] == ["weird"]
+    assert [info.id for info in store.sessions(metadata={"team": "t"})] == ["weird"]
+    assert store.sessions(metadata={"$": "t"}) == []
+
+
 def test_fork_session_copies_one_path(store: SessionStore) -> None:
     g = graph("src")
     root, a = append_all(store, g, [say("q"), say("A", "assistant")])

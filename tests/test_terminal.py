@@ -100,7 +100,7 @@ def test_a_table_keeps_copyable_cells_whole_up_to_the_last_column() -> None:
 
 
 def test_short_ids_are_the_shortest_prefixes_unique_in_the_session() -> None:
-    from memstore.terminal import short_ids
+    from memstore.graph import short_ids
 
     ids = ["line-101", *(f"line-101{n}" for n in range(10)), "line-2", "abcdef0123456789"]
     short = short_ids(ids)

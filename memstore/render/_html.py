@@ -202,7 +202,7 @@ def _article(
         f' data-id="{attr(node.id)}"{"" if visible else " hidden"}><header>'
         f'{_pick(index, f"#{layout.depth[index]}", "num")} <span class="role">{role}</span>'
         f' <time datetime="{moment}" title="{moment}">{_short_time(moment)}</time>'
-        f' <code class="nid" title="{attr(node.id)}">{text(node.id[:10])}</code>'
+        f' <code class="nid" title="{attr(node.id)}">{text(layout.short_ids[node.id])}</code>'
         f"{switcher}{head}</header>"
         f"{blocks_html(node.turn, lambda call_id: namer(index, call_id))}</article>"
     )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memstore.graph import SessionGraph
+from memstore.graph import SessionGraph, short_ids
 from memstore.types import SessionNode
 
 __all__ = ["Layout", "Segment", "lay_out"]
@@ -37,6 +37,8 @@ class Layout:
     default_tip: list[int]
     roots: list[int]
     head: int
+    short_ids: dict[str, str]
+    """Each node's id as shown: its shortest prefix unique in the session (see `short_ids`)."""
 
     @property
     def tips(self) -> list[int]:
@@ -102,7 +104,8 @@ def lay_out(graph: SessionGraph) -> Layout:
     head = index_of.get(graph.leaf, -1) if graph.leaf is not None else -1
     tips = _default_tips(nodes, children, head)
     roots = [index for index, up in enumerate(parent) if up < 0]
-    return Layout(nodes, parent, children, depth, segment_of, segments, tips, roots, head)
+    short = short_ids(node.id for node in nodes)
+    return Layout(nodes, parent, children, depth, segment_of, segments, tips, roots, head, short)
 
 
 def _depths(parent: list[int]) -> list[int]:

@@ -17,7 +17,16 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 
 from memstore.errors import InvalidArgumentError, MemstoreError, ReadOnlyStoreError
 from memstore.graph import SessionGraph
-from memstore.store import compaction, foreign, importing, plans, search, sources, transfer
+from memstore.store import (
+    compaction,
+    foreign,
+    importing,
+    plans,
+    search,
+    short_ids,
+    sources,
+    transfer,
+)
 from memstore.store.engine import (
     ASYNC_DRIVERS,
     BUSY_TIMEOUT_SECONDS,
@@ -378,6 +387,11 @@ class AsyncSessionStore:
         """See `SessionStore.resolve_node_id`."""
         plan = plans.resolve_node_id(session_id, node_id)
         return await self._run(plan, write=False, action="looking up a node id")
+
+    async def short_node_ids(self, session_id: str, node_ids: Iterable[str]) -> dict[str, str]:
+        """See `SessionStore.short_node_ids`."""
+        plan = short_ids.short_node_ids(self.dialect, session_id, node_ids)
+        return await self._run(plan, write=False, action="shortening node ids")
 
     async def sessions(
         self,

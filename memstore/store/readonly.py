@@ -28,7 +28,7 @@ using the store too); the progress handler adds up the temporary files SQLite ho
 process (Linux: `/proc/self/fd`) every TEMP_CHECK_SECONDS and stops the statement once they
 exceed `max_temp_mb` (default DEFAULT_TEMP_MB) beyond what was open when it started. Elsewhere
 only the time limit bounds them. PostgreSQL bounds a query's temporary files itself, by the
-reading login's `temp_file_limit` (which only a superuser sets: the README's recipe does).
+reading login's `temp_file_limit` (which only a superuser sets: the docs' recipe does, docs/sql.md).
 
 No SQLite query fills memory: no value it makes may be longer than `max_memory_mb` (SQLite's
 per-connection length limit, so one `zeroblob` or `group_concat` cannot pass it), and the
@@ -347,7 +347,7 @@ def _refuse_privileged(rows: list[tuple[Any, ...]]) -> None:
         raise QueryError(
             f"memstore sql does not run as PostgreSQL login {login!r} ({shown}): pass "
             "--read-url (or set MEMSTORE_READ_URL) naming a login that can only read memstore's "
-            "tables (README: 'A login for memstore sql')"
+            "tables (docs/sql.md: 'A login for memstore sql')"
         )
 
 

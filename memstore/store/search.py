@@ -52,9 +52,10 @@ from sqlalchemy import (
 )
 
 from memstore.errors import InvalidArgumentError, InvalidSessionIdError
-from memstore.store.folding import SQL_FOLD, fold, fold_in_place, sql_fold
+from memstore.store.folding import SQL_FOLD, fold, sql_fold
 from memstore.store.plans import NATIVE_AGENT, Plan, agent_of
 from memstore.store.rows import UNSPACED, derived_text, search_chars, storable
+from memstore.store.snippets import SNIPPET_CLOSE, SNIPPET_OPEN, text_snippet
 from memstore.store.tables import (
     node_search,
     nodes,
@@ -73,8 +74,6 @@ TS_CONFIG = "simple"  # no stemming, like FTS5's unicode61: the same matches on 
 PG_INDEXED_CHARS = 250_000
 """How much of a column PostgreSQL's search indexes hold: 4 bytes a character stays under the
 1 MiB a tsvector can hold (migration 0017 builds the indexes with this number)."""
-SNIPPET_OPEN, SNIPPET_CLOSE = "[", "]"
-SNIPPET_CHARS = 64  # a snippet's length when made here (for queries with unspaced words)
 _HAS_UNSPACED = re.compile(f"[{UNSPACED}]")
 _TOKEN = re.compile(r"[^\W_]+")  # a run of letters and digits: a word of FTS5's unicode61
 MAX_QUERY_WORDS = 64
@@ -259,24 +258,6 @@ def _text(value: str | bytes) -> str:
     """Text SQLite derived from a turn's JSON, read as bytes: a lone surrogate in the turn (which
     JSON escapes) reads as U+FFFD, as the stored copies of the text had it before migration 0016."""
     return derived_text(value) if isinstance(value, bytes) else value
-
-
-def text_snippet(text: str, terms: list[str]) -> str:
-    """The part of `text` around the first of `terms` found, each term in it bracketed, as the
-    databases' own snippets are; case and accents aside, as search finds them."""
-    folded_terms = sorted({fold(term) for term in terms} - {""}, key=len, reverse=True)
-    pattern = re.compile("|".join(map(re.escape, folded_terms)) or "(?!)", re.I)
-    folded = fold_in_place(text)  # the same length: a match is at the same place in `text`
-    first = pattern.search(folded)
-    start = 0 if first is None else max(0, first.start() - SNIPPET_CHARS // 3)
-    end = min(len(text), max(start + SNIPPET_CHARS, first.end() if first else 0))
-    marked, shown = [], start
-    for match in pattern.finditer(folded, start, end):
-        found = text[match.start() : match.end()]
-        marked += [text[shown : match.start()], SNIPPET_OPEN, found, SNIPPET_CLOSE]
-        shown = match.end()
-    marked.append(text[shown:end])
-    return ("…" if start else "") + "".join(marked) + ("…" if end < len(text) else "")
 
 
 SQLITE_SNIPPET_CHARS = 100_000

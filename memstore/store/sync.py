@@ -15,7 +15,16 @@ from sqlalchemy.engine import URL
 
 from memstore.errors import MemstoreError, ReadOnlyStoreError
 from memstore.graph import SessionGraph
-from memstore.store import compaction, foreign, importing, plans, search, sources, transfer
+from memstore.store import (
+    compaction,
+    foreign,
+    importing,
+    plans,
+    search,
+    short_ids,
+    sources,
+    transfer,
+)
 from memstore.store.engine import DEFAULT_URL, LOCK_GAP_SECONDS, SCHEMA, WRITE, store_engine
 from memstore.store.errors import translate_database_errors
 from memstore.store.files import atomic_text_file
@@ -384,6 +393,14 @@ class SessionStore:
         """
         plan = plans.resolve_node_id(session_id, node_id)
         return self._run(plan, write=False, action="looking up a node id")
+
+    def short_node_ids(self, session_id: str, node_ids: Iterable[str]) -> dict[str, str]:
+        """Each of `node_ids` the session holds, mapped to the shortest prefix of it (8
+        characters at least) that no other id of the session starts with, as git shortens
+        hashes, or to the whole id when it starts another; `resolve_node_id` takes each back
+        to its id. Ids the session does not hold are left out."""
+        plan = short_ids.short_node_ids(self.dialect, session_id, node_ids)
+        return self._run(plan, write=False, action="shortening node ids")
 
     def sessions(
         self,

@@ -19,7 +19,7 @@ from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
 from memstore.errors import InvalidArgumentError, TimeLimitError
-from memstore.store.plans import ConnectionStep, Plan
+from memstore.store.plans.contract import ConnectionStep, Plan
 
 __all__ = [
     "DEFAULT_SEARCH_SECONDS",

@@ -1,0 +1,126 @@
+"""What every store operation does, written once for the sync and the async store.
+
+An operation is a *plan* (`contract`): a generator that yields statements and receives each
+one's result, driven by `SessionStore` on a `Connection` and by `AsyncSessionStore` on an
+`AsyncConnection`. The plans live in one module per concept:
+
+- `contract`: what a plan yields and receives (`Plan`, `Step`, `COMMIT`, `UNSET`);
+- `nodes`: node rows decoded, the node ids the store can hold, lookups by id, a session's nodes;
+- `sessions`: `SessionInfo`, listing and filtering sessions, their title, tags and metadata;
+- `appends`: appending turns and nodes, inserting rows, forking a path into a new session;
+- `search_index`: writing SQLite's full-text index and its backlog;
+- `paths`: reading the path from the root to a leaf, or its newest turns;
+- `stats`: totals over the whole store.
+
+This package re-exports what the rest of memstore uses, so that callers name `plans.X`.
+"""
+
+from __future__ import annotations
+
+from memstore.store.plans.appends import (
+    BLOCK_ROWS,
+    INSERT_RECORDS,
+    append_node,
+    append_records,
+    append_turns,
+    chain_nodes,
+    fork_session,
+    insert_nodes,
+    insert_rows,
+)
+from memstore.store.plans.contract import (
+    COMMIT,
+    ROLLBACK,
+    UNSET,
+    Boundary,
+    Plan,
+    Step,
+    StepResult,
+    Unset,
+    as_call,
+    now_ms,
+)
+from memstore.store.plans.nodes import (
+    MAX_NODE_ID,
+    head,
+    load_session,
+    lookup_by_ids,
+    lookup_id,
+    node_from_row,
+    node_id_problem,
+    node_rows,
+    nodes_from_rows,
+    refuse_bad_node_ids,
+    resolve_node_id,
+    stored_ids,
+)
+from memstore.store.plans.paths import load_path, load_path_nodes
+from memstore.store.plans.search_index import (
+    LONG_TEXT,
+    SEARCH_BACKLOG,
+    backlog_waiting,
+    index_backlog,
+)
+from memstore.store.plans.sessions import (
+    NATIVE_AGENT,
+    SessionInfo,
+    agent_of,
+    delete_session,
+    ensure_session,
+    list_session_ids,
+    list_sessions,
+    session_info,
+    update_session,
+)
+from memstore.store.plans.stats import StoreStats, store_stats
+
+__all__ = [
+    "BLOCK_ROWS",
+    "COMMIT",
+    "INSERT_RECORDS",
+    "LONG_TEXT",
+    "MAX_NODE_ID",
+    "NATIVE_AGENT",
+    "ROLLBACK",
+    "SEARCH_BACKLOG",
+    "UNSET",
+    "Boundary",
+    "Plan",
+    "SessionInfo",
+    "Step",
+    "StepResult",
+    "StoreStats",
+    "Unset",
+    "agent_of",
+    "append_node",
+    "append_records",
+    "append_turns",
+    "as_call",
+    "backlog_waiting",
+    "chain_nodes",
+    "delete_session",
+    "ensure_session",
+    "fork_session",
+    "head",
+    "index_backlog",
+    "insert_nodes",
+    "insert_rows",
+    "list_session_ids",
+    "list_sessions",
+    "load_path",
+    "load_path_nodes",
+    "load_session",
+    "lookup_by_ids",
+    "lookup_id",
+    "node_from_row",
+    "node_id_problem",
+    "node_rows",
+    "nodes_from_rows",
+    "now_ms",
+    "refuse_bad_node_ids",
+    "resolve_node_id",
+    "session_info",
+    "store_stats",
+    "stored_ids",
+    "update_session",
+]

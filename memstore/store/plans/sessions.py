@@ -1,0 +1,294 @@
+"""Sessions as a whole: their summaries (`SessionInfo`), listing and filtering them, their
+title, tags and metadata, creating the row an append locks, and deleting one."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from sqlalchemy import (
+    Boolean,
+    ColumnElement,
+    Float,
+    FunctionElement,
+    String,
+    Text,
+    bindparam,
+    delete,
+    func,
+    insert,
+    literal,
+    select,
+    update,
+)
+from sqlalchemy import cast as sql_cast
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.compiler import SQLCompiler
+
+from memstore.errors import InvalidArgumentError, SessionExistsError, UnknownSessionError
+from memstore.store.owners import refuse_if_importing
+from memstore.store.plans.contract import UNSET, Plan, Unset, now_ms
+from memstore.store.plans.nodes import lookup_id
+from memstore.store.prepared import Prepared
+from memstore.store.tables import NOT_IMPORTING, nodes, session_tags, sessions
+from memstore.types import validate_session_id
+
+__all__ = [
+    "NATIVE_AGENT",
+    "SessionInfo",
+    "agent_of",
+    "delete_session",
+    "ensure_session",
+    "list_session_ids",
+    "list_sessions",
+    "refuse_taken_id",
+    "session_info",
+    "update_session",
+]
+
+NATIVE_AGENT = "memstore"
+"""The agent of a session written through memstore itself (as the `session_sources` view says)."""
+
+
+def agent_of(metadata: Mapping[str, Any] | None) -> str:
+    """Which agent wrote a session, from its metadata: `pi` or `claude-code` for an imported
+    session file, else memstore itself."""
+    agent = (metadata or {}).get("agent")
+    return agent if isinstance(agent, str) else NATIVE_AGENT
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """A session's summary: its head, size, times (epoch ms) and user metadata."""
+
+    id: str
+    head: str | None
+    node_count: int
+    created_at: int
+    updated_at: int
+    branch_count: int = 0
+    title: str | None = None
+    tags: tuple[str, ...] = ()
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def agent(self) -> str:
+        """Which agent wrote the session (`memstore`, `pi` or `claude-code`)."""
+        return agent_of(self.metadata)
+
+
+# Creates the session row if missing and returns its head, locking the row against other writers
+# until the transaction ends (a no-op update is what takes the lock on PostgreSQL). Compiled once
+# and run on the driver's cursor: the append path's first statement (see `prepared`).
+_ENSURE_SESSION = {
+    dialect: Prepared(
+        module.insert(sessions)
+        .values(
+            id=bindparam("session_id"),
+            head=None,
+            created_at=bindparam("now"),
+            updated_at=bindparam("now"),
+        )
+        .on_conflict_do_update(index_elements=[sessions.c.id], set_={"head": sessions.c.head})
+        .returning(sessions.c.head, sessions.c.importing)
+    )
+    for dialect, module in (("postgresql", postgresql), ("sqlite", sqlite))
+}
+
+
+def ensure_session(dialect: str, session_id: str, now: int) -> Plan[str | None]:
+    """Create the session row if missing, lock it against other writers, return its head.
+
+    Raises:
+        SessionImportingError: an import of the session is still running.
+    """
+    upsert = _ENSURE_SESSION["postgresql" if dialect == "postgresql" else "sqlite"]
+    ((head, importing),) = yield upsert, {"session_id": session_id, "now": now}
+    refuse_if_importing(session_id, importing)
+    return cast(str | None, head)
+
+
+def refuse_taken_id(session_id: str) -> Plan[None]:
+    """Raise SessionExistsError if a session `session_id` exists (SessionImportingError if it
+    is being imported): a new session's id must be free."""
+    taken = (yield select(sessions.c.importing).where(sessions.c.id == session_id)).first()
+    if taken is not None:
+        refuse_if_importing(session_id, taken.importing)
+        raise SessionExistsError(f"session {session_id!r} already exists; choose another id")
+
+
+def list_session_ids() -> Plan[list[str]]:
+    """Every session id, sorted."""
+    return list(
+        (yield select(sessions.c.id).where(NOT_IMPORTING).order_by(sessions.c.id)).scalars()
+    )
+
+
+class _TopLevelValue(FunctionElement[Any]):
+    """The value of one top-level key of a JSON object (NULL when absent), as `->>` gives it,
+    the key bound as a parameter on both backends. On SQLite it is read with `json_each`: a
+    JSON path (`$."key"`) cannot quote a `"`, so a key spliced into one could name a nested
+    value (`team"."sub`) or miss its own (`we"ird`)."""
+
+    name = "top_level_value"
+    inherit_cache = True
+
+
+@compiles(_TopLevelValue)
+def _top_level_value(element: _TopLevelValue, compiler: SQLCompiler, **kw: Any) -> str:
+    column, key = (compiler.process(clause, **kw) for clause in element.clauses)
+    return f"({column} ->> {key})"
+
+
+@compiles(_TopLevelValue, "sqlite")
+def _sqlite_top_level_value(element: _TopLevelValue, compiler: SQLCompiler, **kw: Any) -> str:
+    column, key = (compiler.process(clause, **kw) for clause in element.clauses)
+    return f"(SELECT value FROM json_each({column}) WHERE key = {key})"
+
+
+_FLOAT_INTEGERS = 2**1023  # beyond this a JSON number is no float the database compares
+
+
+def _metadata_filter(key: str, value: Any) -> ColumnElement[bool]:
+    """Sessions whose metadata holds `value` at the top-level key `key`, whatever the key's
+    characters."""
+    if not isinstance(key, str):
+        raise InvalidArgumentError(f"metadata filter keys are strings, not {key!r}")
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > _FLOAT_INTEGERS:
+        raise InvalidArgumentError(f"metadata filter {key!r}: the number is too large to compare")
+    if isinstance(value, bool):
+        kind: Any = Boolean
+    elif isinstance(value, int | float):
+        kind = Float
+    elif isinstance(value, str):
+        kind = String
+    else:
+        raise InvalidArgumentError(
+            f"metadata filter {key!r}: only str, number and bool values can be matched, "
+            f"not {type(value).__name__}"
+        )
+    found = _TopLevelValue(sessions.c.meta, literal(key, Text()))
+    matches: ColumnElement[bool] = sql_cast(found, kind) == value
+    return matches
+
+
+def _tip_count() -> Any:
+    """Per session: nodes that no node names as parent, i.e. the tips of its branches."""
+    child = nodes.alias("child")
+    has_child = select(child.c.id).where(
+        child.c.session_id == nodes.c.session_id, child.c.parent_id == nodes.c.id
+    )
+    return (
+        select(func.count())
+        .where(nodes.c.session_id == sessions.c.id, ~has_child.exists())
+        .scalar_subquery()
+    )
+
+
+def list_sessions(
+    *,
+    tag: str | None = None,
+    title_contains: str | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    limit: int | None = None,
+    session_id: str | None = None,
+) -> Plan[list[SessionInfo]]:
+    """Sessions, most recently updated first, filtered by tag, title and metadata values.
+
+    Raises:
+        InvalidArgumentError: `limit` is no whole number >= 0, or `metadata` is no mapping of
+            string keys to str, number or bool values.
+    """
+    if limit is not None and (type(limit) is not int or limit < 0):
+        raise InvalidArgumentError(f"a session list limit is a whole number >= 0, not {limit!r}")
+    if metadata is not None and not isinstance(metadata, Mapping):
+        raise InvalidArgumentError(f"a metadata filter is a mapping, not {metadata!r}")
+    count = select(func.count()).where(nodes.c.session_id == sessions.c.id).scalar_subquery()
+    query = select(sessions, count.label("node_count"), _tip_count().label("branch_count"))
+    query = query.where(NOT_IMPORTING).order_by(sessions.c.updated_at.desc(), sessions.c.id)
+    if session_id is not None:
+        query = query.where(sessions.c.id == lookup_id(session_id))
+    if tag is not None:
+        tagged = select(session_tags.c.session_id).where(session_tags.c.tag == tag)
+        query = query.where(sessions.c.id.in_(tagged))
+    if title_contains is not None:
+        query = query.where(sessions.c.title.contains(title_contains, autoescape=True))
+    for key, value in (metadata or {}).items():
+        query = query.where(_metadata_filter(key, value))
+    if limit is not None:
+        query = query.limit(limit)
+    rows = list((yield query))
+    tags: dict[str, list[str]] = {}
+    if rows:
+        tag_rows = (
+            yield select(session_tags)
+            .where(session_tags.c.session_id.in_([row.id for row in rows]))
+            .order_by(session_tags.c.tag)
+        )
+        for tag_row in tag_rows:
+            tags.setdefault(tag_row.session_id, []).append(tag_row.tag)
+    return [
+        SessionInfo(
+            id=row.id,
+            head=row.head,
+            node_count=row.node_count,
+            branch_count=row.branch_count,
+            created_at=row.created_at,
+            updated_at=row.updated_at,
+            title=row.title,
+            tags=tuple(tags.get(row.id, ())),
+            metadata=row.meta or {},
+        )
+        for row in rows
+    ]
+
+
+def session_info(session_id: str) -> Plan[SessionInfo]:
+    """One session's summary. Raises UnknownSessionError when it does not exist."""
+    found = yield from list_sessions(session_id=session_id)
+    if not found:
+        raise UnknownSessionError(f"no session {session_id!r}")
+    return found[0]
+
+
+def delete_session(session_id: str) -> Plan[bool]:
+    """Delete a session with all its nodes and records; False when there was none."""
+    # Unlink parents first: cascading through the parent foreign key would recurse once per
+    # level of the DAG, which SQLite refuses beyond 1,000 levels.
+    key = lookup_id(session_id)
+    marker = (yield select(sessions.c.importing).where(sessions.c.id == key)).scalar_one_or_none()
+    refuse_if_importing(session_id, marker)
+    yield update(nodes).where(nodes.c.session_id == key).values(parent_id=None)
+    result = yield delete(sessions).where(sessions.c.id == key)
+    return bool(result.rowcount)
+
+
+def update_session(
+    dialect: str,
+    session_id: str,
+    *,
+    title: str | Unset | None = UNSET,
+    tags: Sequence[str] | Unset = UNSET,
+    metadata: Mapping[str, Any] | Unset | None = UNSET,
+) -> Plan[None]:
+    """Set a session's title, tags or metadata (creating an empty session if needed)."""
+    validate_session_id(session_id)
+    yield from ensure_session(dialect, session_id, now_ms())
+    values: dict[str, Any] = {}
+    if not isinstance(title, Unset):
+        values["title"] = title
+    if not isinstance(metadata, Unset):
+        values["meta"] = dict(metadata) if metadata is not None else None
+    if values:
+        yield update(sessions).where(sessions.c.id == session_id).values(**values)
+    if not isinstance(tags, Unset):
+        if isinstance(tags, str):
+            raise InvalidArgumentError("tags must be a sequence of strings, not one string")
+        yield delete(session_tags).where(session_tags.c.session_id == session_id)
+        unique = sorted(set(tags))
+        if unique:
+            yield insert(session_tags).values(
+                [{"session_id": session_id, "tag": tag} for tag in unique]
+            )
