@@ -68,6 +68,7 @@ if TYPE_CHECKING:
         SessionStore,
     )
     from memstore.store.aio import AsyncSessionHandle, AsyncSessionStore
+    from memstore.store.exports import ExportedFile, ExportFormat, ExportReport, RefusedExport
     from memstore.store.names import include_object
     from memstore.store.plans import (
         StoreStats,
@@ -150,6 +151,7 @@ _EXPORTED_FROM: dict[str, tuple[str, ...]] = {
         "SessionInfo",
         "SessionStore",
     ),
+    "memstore.store.exports": ("ExportFormat", "ExportReport", "ExportedFile", "RefusedExport"),
     "memstore.store.names": ("include_object",),
     "memstore.store.plans": ("StoreStats",),
     "memstore.store.readonly": ("QueryResult",),
@@ -240,6 +242,9 @@ __all__ = [
     "Conversation",
     "DatabaseError",
     "DatabaseTooNewError",
+    "ExportFormat",
+    "ExportReport",
+    "ExportedFile",
     "FaultedEvent",
     "GraphError",
     "HeadMovedError",
@@ -265,6 +270,7 @@ __all__ = [
     "QueryError",
     "QueryResult",
     "ReadOnlyStoreError",
+    "RefusedExport",
     "RunError",
     "RunEvent",
     "RunLedger",

@@ -28,11 +28,13 @@ from rich.markup import escape
 
 from memstore import __version__
 from memstore._package import DISTRIBUTION
-from memstore.errors import InvalidArgumentError, MemstoreError, OutputFileError, StoreError
+from memstore.errors import InvalidArgumentError, MemstoreError, OutputFileError
 from memstore.store import DEFAULT_URL, SCHEMA_VARIABLE
+from memstore.store.files import ExportFormat
 
 if TYPE_CHECKING:
     from memstore.store import SessionInfo, SessionStore
+    from memstore.store.exports import ExportedFile
     from memstore.store.transfer import FileImport, FileProgress
     from memstore.store.transfer import Progress as ImportProgress
     from memstore.types import ModelInvoker, SessionNode
@@ -503,7 +505,7 @@ def _import_line(item: FileImport) -> str:
 def _import_json(item: FileImport) -> dict[str, Any]:
     return {
         "path": str(item.path),
-        "session": item.session_id,
+        "sessionId": item.session_id,
         "records": item.records,  # lines of the file, as `stats` counts them
         "nodes": item.nodes,
         "leaf": item.leaf,
@@ -537,61 +539,11 @@ def _count(n: int, noun: str, none: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
-class ExportFormat(enum.StrEnum):
-    """What `memstore export` writes."""
-
-    JSONL = "jsonl"
-    MD = "md"
-    HTML = "html"
-
-
 class AgentName(enum.StrEnum):
     """Which agent's file `memstore export --to` writes back."""
 
     PI = "pi"
     CLAUDE_CODE = "claude-code"
-
-
-def _export_to_agent(store: SessionStore, info: SessionInfo, agent: str, target: Path) -> str:
-    """Write an imported session back as its agent's file, byte for byte."""
-    if info.agent != agent:
-        raise StoreError(
-            f"session {info.id!r} came from {info.agent}, not {agent}: --to writes a session "
-            f"imported from {agent} back as its file (memstore does not convert between agents)"
-        )
-    return f"{store.export_jsonl(info.id, target)} lines"
-
-
-def _export_agent_tree(store: SessionStore, root: Path, agent: str) -> None:
-    """Every session imported from `agent`, in the agent's own folder layout under `root`."""
-    from memstore.foreign import agent_file
-
-    for info in store.sessions():
-        if info.agent != agent:
-            continue
-        target = agent_file(root, agent, info.id, info.metadata)
-        if not target.resolve().is_relative_to(root.resolve()):
-            raise OutputFileError(f"session {info.id!r} would be written outside {root}")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        written = _export_to_agent(store, info, agent, target)
-        out.print(f"{escape(info.id)}: {written} -> {escape(str(target))}", soft_wrap=True)
-
-
-def _export_one(store: SessionStore, session_id: str, target: Path, form: ExportFormat) -> str:
-    from memstore.render import render_html, render_markdown
-    from memstore.store.files import atomic_text_file
-
-    if form is ExportFormat.JSONL:
-        return f"{store.export_jsonl(session_id, target)} lines"
-    title = existing_session(store, session_id).title
-    graph = store.load_session(session_id)
-    if form is ExportFormat.MD:
-        document = render_markdown(graph, title=title)
-    else:
-        document = render_html(graph, title=title)
-    with atomic_text_file(target) as file:
-        file.write(document)
-    return f"{len(document.encode())} bytes"
 
 
 @app.command()
@@ -636,73 +588,49 @@ def export(
     """Write sessions back as legacy JSONL files (byte for byte), or as readable transcripts;
     with --to, as the pi or Claude Code files they were imported from.
 
-    A regular file is replaced only once the export is complete, keeping its permissions.
+    A regular file is replaced only once the export is complete, keeping its permissions. With
+    --all, a session whose file cannot be written (a cwd no folder name can hold, a path that
+    would leave -o) gets one line saying why, the others are written, and the exit status is 1.
     """
-    from memstore.jsonl import export_file, export_files
-    from memstore.store.files import is_stream_target
+    from memstore.jsonl import export_file
 
     if all_sessions == (session is not None):
         raise typer.BadParameter("name one SESSION, or pass --all")
     if to is not None and form not in (None, ExportFormat.JSONL):
         raise typer.BadParameter("--to writes the agent's JSONL file: leave out --format")
-    if to is not None:
-        form = ExportFormat.JSONL
-    form = form or _format_of(output if session is not None else None)
-    suffix = f".{form.value}"
+    agent = to.value if to is not None else None
     with open_store(ctx, read_only=True) as store:
         if session is not None:
+            chosen = form or (ExportFormat.JSONL if to is not None else None)
+            suffix = f".{(chosen or ExportFormat.JSONL).value}"
             target = output or export_file(Path("."), session, suffix)
-            if to is not None:
-                written = _export_to_agent(store, store.session_info(session), to.value, target)
-            else:
-                written = _export_one(store, session, target, form)
-            report = err if is_stream_target(target) else out  # keep a stream's bytes clean
-            report.print(f"{escape(session)}: {written} -> {escape(str(target))}", soft_wrap=True)
+            done = store.export_session(session, target, format=chosen, agent=agent)
+            _print_exported(done)
             return
-        root = _export_directory(output)
-        if to is not None:
-            _export_agent_tree(store, root, to.value)
-            return
-        for session_id, target in export_files(root, store.list_sessions(), suffix).items():
-            written = _export_one(store, session_id, target, form)
-            note = "" if target.stem == session_id else _renamed(session_id, suffix)
-            out.print(f"{escape(session_id)}: {written} -> {escape(str(target))}{note}")
-
-
-_SUFFIX_FORMATS = {
-    ".md": ExportFormat.MD,
-    ".markdown": ExportFormat.MD,
-    ".html": ExportFormat.HTML,
-    ".htm": ExportFormat.HTML,
-}
-
-
-def _format_of(output: Path | None) -> ExportFormat:
-    """The format an export file's extension asks for (case ignored); JSONL otherwise."""
-    if output is None:
-        return ExportFormat.JSONL
-    return _SUFFIX_FORMATS.get(output.suffix.lower(), ExportFormat.JSONL)
-
-
-def _export_directory(output: Path | None) -> Path:
-    """The directory `export --all` writes into; a file or stream there is one line and exit 1."""
-    from memstore.store.files import STDOUT
-
-    root = output or Path(".")
-    if str(root) == STDOUT or (root.exists() and not root.is_dir()):
-        raise OutputFileError(
-            f"{root} is not a directory: export --all writes one file per session into the "
-            "directory -o names"
+        report = store.export_sessions(
+            output or Path("."), format=form or ExportFormat.JSONL, agent=agent
         )
-    return root
+    for item in report.files:
+        _print_exported(item)
+    for refused in report.refused:
+        err.print(
+            f"[red]error:[/red] session {escape(repr(refused.session_id))} not exported: "
+            f"{escape(refused.reason)}",
+            highlight=False,
+            soft_wrap=True,
+        )
+    if not report.complete:
+        raise typer.Exit(1)
 
 
-def _renamed(session_id: str, suffix: str) -> str:
-    from memstore.jsonl import FILE_NAME_LIMIT
-
-    if len(f"{session_id}{suffix}".encode()) > FILE_NAME_LIMIT:
-        return " (the id is too long for a file name)"
-    return " (another session's file has this name where case or accents are ignored)"
+def _print_exported(item: ExportedFile) -> None:
+    """One line per file written (on stderr when the file is standard output, keeping a
+    stream's bytes clean)."""
+    written = f"{item.lines} lines" if item.lines is not None else f"{item.size} bytes"
+    note = f" ({item.renamed})" if item.renamed else ""
+    (err if item.stream else out).print(
+        f"{escape(item.session_id)}: {written} -> {escape(str(item.path))}{note}", soft_wrap=True
+    )
 
 
 @app.command("sessions")
@@ -749,7 +677,7 @@ def list_sessions(
 
 def _session_json(info: SessionInfo) -> dict[str, Any]:
     return {
-        "id": info.id,
+        "sessionId": info.id,
         "agent": info.agent,
         "nodes": info.node_count,
         "branches": info.branch_count,
@@ -777,7 +705,7 @@ def tree(
         graph = store.load_session(session)
     if as_json:
         nodes = [{"id": n.id, "parent": n.parent, "role": n.turn.role} for n in graph.all()]
-        emit_json({"session": session, "head": graph.leaf, "nodes": nodes})
+        emit_json({"sessionId": session, "head": graph.leaf, "nodes": nodes})
     else:
         out.print(render_tree(graph))
 

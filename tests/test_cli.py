@@ -48,7 +48,7 @@ def test_import_json_report_parses_back(database_url: str) -> None:
     code, stdout, _ = invoke(database_url, "import", "--json", str(LEGACY / "branching.jsonl"))
     assert code == 0
     (item,) = json.loads(stdout)["files"]
-    assert (item["session"], item["records"], item["nodes"]) == ("branching", 56, 28)
+    assert (item["sessionId"], item["records"], item["nodes"]) == ("branching", 56, 28)
     code, stdout, _ = invoke(database_url, "import", "--json", str(LEGACY / "branching.jsonl"))
     assert json.loads(stdout)["files"][0]["unchanged"] is True
 
@@ -130,7 +130,7 @@ def imported(sqlite_url: str) -> str:
 def test_sessions_lists_nodes_and_branches(imported: str) -> None:
     code, stdout, _ = invoke(imported, "sessions", "--json")
     assert code == 0
-    sessions = {item["id"]: item for item in json.loads(stdout)}
+    sessions = {item["sessionId"]: item for item in json.loads(stdout)}
     assert sessions["branching"]["nodes"] == 28
     assert sessions["branching"]["branches"] == 5
     assert sessions["branching"]["head"] == "35e3729593e09384f705b19d7b9d7588"
@@ -231,6 +231,7 @@ def test_compact_makes_a_new_branch_offline(imported: str) -> None:
     assert "nope" in stderr
 
 
+@pytest.mark.slow
 def test_every_command_runs_in_a_real_process(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'cli.db'}"
     base = [sys.executable, "-m", "memstore.cli", "--db", db]

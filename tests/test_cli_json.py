@@ -74,3 +74,35 @@ def test_every_json_output_names_its_keys_in_camel_case(tmp_path: Path) -> None:
         output = json.loads(result.stdout)
         assert output, command
         assert _bad_keys(output, user_parts) == [], command
+
+
+def _keys_holding(value: Any, wanted: str, user_parts: set[str], where: str = "") -> set[str]:
+    """The keys (outside the user's own parts) whose value is `wanted`."""
+    if where in user_parts:
+        return set()
+    if isinstance(value, list):
+        return {k for item in value for k in _keys_holding(item, wanted, user_parts, f"{where}[]")}
+    if not isinstance(value, dict):
+        return set()
+    found = {key for key, item in value.items() if item == wanted}
+    for key, item in value.items():
+        found |= _keys_holding(item, wanted, user_parts, f"{where}.{key}" if where else key)
+    return found
+
+
+def test_every_json_output_names_a_session_by_session_id(tmp_path: Path) -> None:
+    """One key for a session's id in every command (`sessionId`, as the README documents), not
+    `session` in one, `id` in another."""
+    url = f"sqlite:///{tmp_path / 'json.db'}"
+    with SessionStore(url) as store:
+        store.import_jsonl(LEGACY / "branching.jsonl")
+    runner = CliRunner()
+    naming = set()
+    for command, (args, user_parts) in COMMANDS.items():
+        result = runner.invoke(app, ["--db", url, *command.split(), "--json", *args])
+        assert result.exit_code == 0, (command, result.stdout, result.stderr)
+        keys = _keys_holding(json.loads(result.stdout), "branching", user_parts)
+        assert keys <= {"sessionId"}, (command, keys)
+        if keys:
+            naming.add(command)
+    assert naming == {"import", "sessions", "tree", "search", "compact"}

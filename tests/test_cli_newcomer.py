@@ -16,6 +16,8 @@ from memstore.terminal import format_time
 from .conftest import LEGACY, LEGACY_FILES
 from .legacy import read_legacy_session
 
+pytestmark = pytest.mark.slow  # each test runs memstore in processes of its own
+
 
 def memstore(db: str, *args: str, columns: int = 80) -> subprocess.CompletedProcess[str]:
     """Run `memstore --db DB ARGS...` in a fresh process, its output piped (not a terminal)."""
@@ -37,7 +39,7 @@ def flat(text: str) -> str:
 def session_ids(db: str) -> list[str]:
     done = memstore(db, "sessions", "--json")
     assert done.returncode == 0, done.stderr
-    return [item["id"] for item in json.loads(done.stdout)]
+    return [item["sessionId"] for item in json.loads(done.stdout)]
 
 
 # --- import ---------------------------------------------------------------------------------------
@@ -129,7 +131,8 @@ def test_sessions_are_as_old_as_their_turns_not_their_import(imported: str) -> N
     listed = json.loads(memstore(imported, "sessions", "--json").stdout)
     for item in listed:
         times = [
-            node.created_at for node in read_legacy_session(LEGACY / f"{item['id']}.jsonl").all()
+            node.created_at
+            for node in read_legacy_session(LEGACY / f"{item['sessionId']}.jsonl").all()
         ]
         if times:
             assert (item["createdAt"], item["updatedAt"]) == (min(times), max(times))
@@ -171,7 +174,7 @@ def test_tables_show_numbers_and_ids_whole(imported: str, columns: int) -> None:
     listing = memstore(imported, "sessions", columns=columns).stdout
     assert "…" not in listing
     for item in json.loads(memstore(imported, "sessions", "--json").stdout):
-        assert item["id"] in listing
+        assert item["sessionId"] in listing
         assert format_time(item["updatedAt"]) in listing  # not wrapped at its space
         assert f" {item['head'][:8]} " in listing  # the shortest prefix unique in its session
     assert ("branches" in listing) == (columns == 200)  # the first spare column, left out at 80

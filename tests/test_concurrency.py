@@ -8,10 +8,13 @@ import multiprocessing
 import os
 from pathlib import Path
 
+import pytest
 import sqlalchemy
 
 from memstore import HeadMovedError, SessionGraph, SessionStore
 from memstore.store import create_store_engine
+
+pytestmark = pytest.mark.slow  # threads and processes writing at once
 
 WORKERS = 4
 APPENDS = 300

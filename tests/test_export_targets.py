@@ -23,6 +23,8 @@ from memstore.store.files import atomic_text_file, remove_stale_temporaries
 
 from .conftest import LEGACY
 
+pytestmark = pytest.mark.slow  # exports through real processes, FIFOs and devices
+
 
 def memstore(
     db: str,

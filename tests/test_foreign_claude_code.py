@@ -182,6 +182,7 @@ def _visible(record: dict[str, Any]) -> bool:
     return record["type"] in ("user", "assistant") and not hidden
 
 
+@pytest.mark.slow
 def test_memstore_reads_every_transcript_as_the_sdk_does(
     claude_sdk: Sdk, claude_home: ClaudeHome, store: SessionStore, tmp_path: Path
 ) -> None:

@@ -46,7 +46,7 @@ def test_import_from_auto_reads_both_agents_and_their_subagents(
     )
     assert (code, stderr) == (0, "")
     files = json.loads(stdout)["files"]
-    assert sorted((item["session"], item["nodes"]) for item in files) == [
+    assert sorted((item["sessionId"], item["nodes"]) for item in files) == [
         ("2025_p1", 12),
         ("c1", 4),
         ("c1~agent-a7", 2),
@@ -182,7 +182,7 @@ def test_sessions_search_and_views_name_each_sessions_agent(
     assert {tuple(row) for row in view} == set(expected.items())
     code, stdout, _ = invoke(database_url, "sessions", "--json")
     assert code == 0
-    assert {item["id"]: item["agent"] for item in json.loads(stdout)} == expected
+    assert {item["sessionId"]: item["agent"] for item in json.loads(stdout)} == expected
     code, stdout, _ = invoke(database_url, "search", "--json", "zebras")
     assert {(hit["sessionId"], hit["agent"]) for hit in json.loads(stdout)} == hits
     code, stdout, _ = invoke(database_url, "sessions")

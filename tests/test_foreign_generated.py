@@ -85,6 +85,7 @@ def _expected(tree: dict[str, Any]) -> tuple[set[tuple[str, str | None]], str | 
     return pairs, anchor(tree["leaf"])
 
 
+@pytest.mark.slow
 def test_pi_sessions_import_with_the_tree_pis_reader_builds(
     pi_modules: Path, pi_files: list[Path], store: SessionStore, tmp_path: Path
 ) -> None:

@@ -16,6 +16,8 @@ from memstore.render import render_html
 from .chromium import Browser
 from .test_render import START_MS, build_story, load_legacy
 
+pytestmark = pytest.mark.slow  # headless Chromium
+
 VISIBLE_IDS = (
     "[...document.querySelectorAll('article.turn')].filter(a => !a.hidden).map(a => a.dataset.id)"
 )

@@ -920,6 +920,7 @@ def test_node_agrees_on_the_vectors(node: Node) -> None:
         assert node.stringify_parse(text) == expected
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(MAYBE_INVALID_TEXTS)
 def test_loads_then_dumps_matches_node(node: Node, text: str) -> None:

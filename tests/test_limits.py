@@ -59,6 +59,7 @@ def write_big_session(path: Path, megabytes: int) -> int:
     return records * 2
 
 
+@pytest.mark.slow
 def test_importing_and_exporting_a_big_file_keeps_memory_bounded(tmp_path: Path) -> None:
     source = tmp_path / "big.jsonl"
     records = write_big_session(source, 80)
@@ -250,6 +251,7 @@ def exports_byte_for_byte(database_url: str, tmp_path: Path, source: Path) -> bo
     return exported.read_bytes() == source.read_bytes()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", ["many blocks", "one block"])
 def test_a_huge_turn_imports_shows_and_exports_within_the_memory_factor(
     sqlite_url: str, tmp_path: Path, shape: str
@@ -282,6 +284,7 @@ def test_a_huge_turn_imports_shows_and_exports_within_the_memory_factor(
     assert f"… {more} (export the session to read all)" in shown
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", ["many blocks", "one block"])
 def test_a_huge_turn_imports_within_the_memory_factor_on_postgresql(
     postgres_url: str, tmp_path: Path, shape: str

@@ -38,6 +38,8 @@ from .conftest import LEGACY
 from .strategies import wire_turns
 from .test_query import check_fts
 
+pytestmark = pytest.mark.slow  # alembic upgrades and downgrades, processes and a wheel
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

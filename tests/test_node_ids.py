@@ -17,6 +17,7 @@ from memstore.cli import app
 from memstore.graph import SessionGraph, short_ids
 from memstore.render import render_html
 from memstore.store import SessionStore
+from memstore.store import short_ids as shortening
 
 from .conftest import LEGACY
 
@@ -101,16 +102,19 @@ def chain(store: SessionStore, session_id: str, ids: list[str]) -> None:
 
 
 def test_the_store_shortens_ids_as_the_graph_does_and_resolves_them_back(
-    store: SessionStore, ids: list[str]
+    store: SessionStore, ids: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     chain(store, "t", SHARING)
     for session_id, every in (("s", ids), ("t", SHARING)):
         expected = short_ids(every)
-        few = every[:: len(every) // 5]  # one statement per id
+        few = every[:: len(every) // 5]
         assert store.short_node_ids(session_id, few) == {i: expected[i] for i in few}
-        assert store.short_node_ids(session_id, every) == expected  # the session's ids at once
+        assert store.short_node_ids(session_id, every) == expected
         for node_id, shown in expected.items():
             assert store.resolve_node_id(session_id, shown) == node_id
+        monkeypatch.setattr(shortening, "WHOLE_SESSION", 4)  # the session's ids read whole
+        assert store.short_node_ids(session_id, few) == {i: expected[i] for i in few}
+        monkeypatch.undo()
     assert store.short_node_ids("t", ["line-10", "nope", "\x00", ids[0]]) == {}
     assert store.short_node_ids("missing", SHARING) == {}
 

@@ -133,6 +133,7 @@ def test_import_memstore_loads_no_database_code() -> None:
     assert {"sqlalchemy", "memstore.store.sync"} <= loaded
 
 
+@pytest.mark.slow
 def test_opening_an_up_to_date_store_loads_no_alembic(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'current.db'}"
     SessionStore(url).close()  # created and migrated here, in this process

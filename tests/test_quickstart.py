@@ -25,6 +25,7 @@ def test_the_readme_has_the_two_commands_and_ci_runs_the_second() -> None:
     assert install_and_test in (ROOT / ".ci" / "run").read_text()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git to make a clean checkout")
 def test_the_first_quickstart_command_runs_on_a_clean_checkout(tmp_path: Path) -> None:
     checkout = tmp_path / "memstore"

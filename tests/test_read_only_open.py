@@ -324,7 +324,7 @@ def test_reading_works_in_a_read_only_directory(tmp_path: Path, writer_open: boo
             assert os.access(folder, os.W_OK) is False
             code, lines = invoke(url, ["sessions", "--json"], out)
             assert code == 0, lines
-            assert [item["id"] for item in json.loads("\n".join(lines))] == ["s"]
+            assert [item["sessionId"] for item in json.loads("\n".join(lines))] == ["s"]
             for arguments in (["show", "s"], ["search", "reader"], ["stats"], ["tree", "s"]):
                 code, lines = invoke(url, arguments, out)
                 assert code == 0, (arguments, lines)

@@ -33,6 +33,8 @@ from memstore.store import create_store_engine
 
 from .test_limits import write_big_session
 
+pytestmark = pytest.mark.slow  # killed processes and sessions of 200,000 nodes and 50 MB turns
+
 ROOT = Path(__file__).resolve().parent.parent
 CRASH_SESSION = "crash"
 

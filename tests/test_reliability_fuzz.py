@@ -171,6 +171,7 @@ def check_import(
     return None
 
 
+@pytest.mark.slow
 def test_mutated_files_import_cleanly_or_not_at_all(store: SessionStore, tmp_path: Path) -> None:
     counter = itertools.count()
 
@@ -444,6 +445,7 @@ def check_export_all_stays_inside(store: SessionStore, tmp_path: Path) -> None:
     assert {path for path in created if path.parent != target} <= {target, target.parent}
 
 
+@pytest.mark.slow
 def test_hostile_session_ids_are_refused_everywhere_or_kept_as_plain_data(
     store: SessionStore, tmp_path: Path
 ) -> None:
@@ -454,6 +456,7 @@ def test_hostile_session_ids_are_refused_everywhere_or_kept_as_plain_data(
     check_export_all_stays_inside(store, tmp_path)
 
 
+@pytest.mark.slow
 def test_generated_session_ids_are_refused_everywhere_or_kept_as_plain_data(
     store: SessionStore, tmp_path: Path
 ) -> None:
@@ -717,6 +720,7 @@ PRIVILEGES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("privilege", "grant"), PRIVILEGES.items(), ids=PRIVILEGES.keys())
 def test_a_privileged_login_is_refused_in_one_line_before_the_query_runs(
     postgres_url: str, monkeypatch: pytest.MonkeyPatch, privilege: str, grant: str

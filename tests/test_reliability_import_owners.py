@@ -27,6 +27,8 @@ from memstore.store import create_store_engine
 from .test_limits import write_big_session
 from .test_reliability_crash import IMPORTER, Child, imported_records, sql, sqlite_file
 
+pytestmark = pytest.mark.slow  # imports killed and raced in other processes
+
 ROOT = Path(__file__).resolve().parent.parent
 SESSION = "big"
 HOST = socket.gethostname()

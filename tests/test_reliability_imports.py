@@ -35,6 +35,8 @@ from .test_reliability_crash import (
     sql,
 )
 
+pytestmark = pytest.mark.slow  # imports killed and raced in other processes
+
 ROOT = Path(__file__).resolve().parent.parent
 SESSION = "big"
 TABLES = ("sessions", "session_tags", "nodes", "node_blocks", "records", "node_usage")

@@ -32,6 +32,8 @@ from memstore.jsonl import JsonlSessionStore, session_file
 
 from .test_jsonl import turns as generated_turns
 
+pytestmark = pytest.mark.slow  # a long stateful run against both stores
+
 BASE_TIME = 1_767_225_600_000
 NAMES = ["a", "b", "o'brien; DROP TABLE nodes; --", "ünï 😀"]
 

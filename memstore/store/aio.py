@@ -19,6 +19,7 @@ from memstore.errors import InvalidArgumentError, MemstoreError, ReadOnlyStoreEr
 from memstore.graph import SessionGraph
 from memstore.store import (
     compaction,
+    exports,
     foreign,
     importing,
     plans,
@@ -45,6 +46,7 @@ from memstore.store.engine import (
     sqlite_read_uri,
 )
 from memstore.store.errors import translate_database_errors
+from memstore.store.exports import ExportedFile, ExportFormat, ExportReport
 from memstore.store.files import atomic_text_file
 from memstore.store.handle import HandleBase
 from memstore.store.migrate import check_ready, is_current, migrate_in, require_ready
@@ -390,7 +392,7 @@ class AsyncSessionStore:
 
     async def short_node_ids(self, session_id: str, node_ids: Iterable[str]) -> dict[str, str]:
         """See `SessionStore.short_node_ids`."""
-        plan = short_ids.short_node_ids(self.dialect, session_id, node_ids)
+        plan = short_ids.short_node_ids(session_id, node_ids)
         return await self._run(plan, write=False, action="shortening node ids")
 
     async def sessions(
@@ -577,6 +579,43 @@ class AsyncSessionStore:
             plan = transfer.export_session(session_id, out)
             action = f"exporting session {session_id!r}"
             return await self._run_blocking(plan, write=False, action=action)
+
+    async def export_session(
+        self,
+        session_id: str,
+        path: str | os.PathLike[str],
+        *,
+        format: ExportFormat | str | None = None,
+        agent: str | None = None,
+    ) -> ExportedFile:
+        """See `SessionStore.export_session`."""
+        target = Path(path)
+        form = ExportFormat.of(format, target)
+        exports.check_agent(agent, form)
+        plan = exports.export_plan(session_id, target, form, agent=agent)
+        action = f"exporting session {session_id!r}"
+        return await self._run_blocking(plan, write=False, action=action)
+
+    async def export_sessions(
+        self,
+        directory: str | os.PathLike[str] = ".",
+        *,
+        format: ExportFormat | str = ExportFormat.JSONL,
+        agent: str | None = None,
+    ) -> ExportReport:
+        """See `SessionStore.export_sessions`."""
+        program = exports.export_program(Path(directory), ExportFormat.of(format), agent)
+        try:
+            call = next(program)
+            while True:
+                try:
+                    result = await self._run_blocking(call.plan, write=False, action=call.action)
+                except MemstoreError as exc:
+                    call = program.throw(exc)
+                else:
+                    call = program.send(result)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
 
     async def stats(self, *, top: int = 10) -> StoreStats:
         """See `SessionStore.stats`."""

@@ -11,6 +11,7 @@ left behind without touching one another export is still writing.
 from __future__ import annotations
 
 import contextlib
+import enum
 import os
 import shutil
 import stat
@@ -21,9 +22,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TextIO
 
-from memstore.errors import OutputFileError
+from memstore.errors import InvalidArgumentError, OutputFileError
 
-__all__ = ["STDOUT", "atomic_text_file", "is_stream_target", "remove_stale_temporaries"]
+__all__ = [
+    "STDOUT",
+    "ExportFormat",
+    "atomic_text_file",
+    "is_stream_target",
+    "remove_stale_temporaries",
+]
 
 STDOUT = "-"
 """The path that names standard output."""
@@ -33,6 +40,46 @@ try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows: no locks, stale files are left alone
     fcntl = None  # type: ignore[assignment]
+
+
+class ExportFormat(enum.StrEnum):
+    """What an export writes: the legacy JSONL file, a Markdown transcript, or an HTML page."""
+
+    JSONL = "jsonl"
+    MD = "md"
+    HTML = "html"
+
+    @classmethod
+    def of(cls, value: ExportFormat | str | None, path: Path | None = None) -> ExportFormat:
+        """`value` as a format; None: the one `path`'s extension asks for (.md, .markdown,
+        .html, .htm; case ignored), JSONL otherwise.
+
+        Raises:
+            InvalidArgumentError: `value` names no format.
+        """
+        if value is None:
+            suffix = path.suffix.lower() if path is not None else ""
+            return _SUFFIX_FORMATS.get(suffix, cls.JSONL)
+        try:
+            return cls(value)
+        except ValueError:
+            names = ", ".join(repr(item.value) for item in cls)
+            raise InvalidArgumentError(
+                f"unknown export format {value!r}; expected one of {names}"
+            ) from None
+
+    @property
+    def suffix(self) -> str:
+        """The file extension an export of every session gives its files."""
+        return f".{self.value}"
+
+
+_SUFFIX_FORMATS = {
+    ".md": ExportFormat.MD,
+    ".markdown": ExportFormat.MD,
+    ".html": ExportFormat.HTML,
+    ".htm": ExportFormat.HTML,
+}
 
 
 def is_stream_target(path: Path) -> bool:

@@ -17,6 +17,7 @@ from memstore.errors import MemstoreError, ReadOnlyStoreError
 from memstore.graph import SessionGraph
 from memstore.store import (
     compaction,
+    exports,
     foreign,
     importing,
     plans,
@@ -27,6 +28,7 @@ from memstore.store import (
 )
 from memstore.store.engine import DEFAULT_URL, LOCK_GAP_SECONDS, SCHEMA, WRITE, store_engine
 from memstore.store.errors import translate_database_errors
+from memstore.store.exports import ExportedFile, ExportFormat, ExportReport
 from memstore.store.files import atomic_text_file
 from memstore.store.handle import HandleBase
 from memstore.store.migrate import check_ready, current_revision, downgrade, upgrade
@@ -399,7 +401,7 @@ class SessionStore:
         characters at least) that no other id of the session starts with, as git shortens
         hashes, or to the whole id when it starts another; `resolve_node_id` takes each back
         to its id. Ids the session does not hold are left out."""
-        plan = short_ids.short_node_ids(self.dialect, session_id, node_ids)
+        plan = short_ids.short_node_ids(session_id, node_ids)
         return self._run(plan, write=False, action="shortening node ids")
 
     def sessions(
@@ -637,6 +639,65 @@ class SessionStore:
         with atomic_text_file(Path(path)) as out:
             plan = transfer.export_session(session_id, out)
             return self._run(plan, write=False, action=f"exporting session {session_id!r}")
+
+    def export_session(
+        self,
+        session_id: str,
+        path: str | os.PathLike[str],
+        *,
+        format: ExportFormat | str | None = None,
+        agent: str | None = None,
+    ) -> ExportedFile:
+        """Write one session to `path` (`-`: standard output), replacing a regular file only
+        once the whole export is written, keeping its permissions.
+
+        Args:
+            format: "jsonl" (the legacy file, byte for byte), "md" (the head's transcript) or
+                "html" (the whole tree as one page); default: from `path`'s extension, else JSONL.
+            agent: "pi" or "claude-code": write a session imported from that agent back as
+                its file, byte for byte (JSONL only).
+
+        Raises:
+            UnknownSessionError: there is no such session.
+            StoreError: `agent` is given and the session came from another agent.
+            InvalidArgumentError: an unknown format or agent, or `agent` with a format not JSONL.
+            OutputFileError: `path` cannot be written (a directory, no space).
+        """
+        target = Path(path)
+        form = ExportFormat.of(format, target)
+        exports.check_agent(agent, form)
+        plan = exports.export_plan(session_id, target, form, agent=agent)
+        return self._run(plan, write=False, action=f"exporting session {session_id!r}")
+
+    def export_sessions(
+        self,
+        directory: str | os.PathLike[str] = ".",
+        *,
+        format: ExportFormat | str = ExportFormat.JSONL,
+        agent: str | None = None,
+    ) -> ExportReport:
+        """Write every session into `directory`, each as `<id>.<format>` (a name changed only
+        where it would be too long or collide with another's where case or accents are
+        ignored); with `agent`, every session imported from it in its own folder layout (e.g.
+        under `~/.claude/projects`). A session whose file cannot be written is refused in the
+        report, with the reason; the others are written.
+
+        Raises:
+            InvalidArgumentError: an unknown format or agent, or `agent` with a format not JSONL.
+            OutputFileError: `directory` is standard output or a file.
+        """
+        program = exports.export_program(Path(directory), ExportFormat.of(format), agent)
+        try:
+            call = next(program)
+            while True:
+                try:
+                    result = self._run(call.plan, write=False, action=call.action)
+                except MemstoreError as exc:
+                    call = program.throw(exc)
+                else:
+                    call = program.send(result)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
 
     def stats(self, *, top: int = 10) -> StoreStats:
         """Totals over the whole store: sessions, nodes, records, tool calls, top tools."""
