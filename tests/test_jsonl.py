@@ -217,7 +217,7 @@ def test_a_changed_prefix_is_refused_naming_its_first_changed_line(
     change: Any,
     batch_rows: int,
 ) -> None:
-    monkeypatch.setattr("memstore.store.transfer.BATCH_ROWS", batch_rows)
+    monkeypatch.setattr("memstore.store.import_batch.BATCH_ROWS", batch_rows)
     original = (LEGACY / "linear-chat.jsonl").read_bytes()
     source = write(tmp_path / "chat.jsonl", original)
     store.import_jsonl(source)
@@ -533,7 +533,7 @@ def test_bad_input_is_named_the_same_across_read_ahead_chunks(
 ) -> None:
     """Imports read ahead a chunk of lines to look their ids up at once; with chunks of two
     lines, the bad line is still the one named, and a later unparsable line does not win."""
-    monkeypatch.setattr("memstore.store.transfer.BATCH_ROWS", 2)
+    monkeypatch.setattr("memstore.store.import_batch.BATCH_ROWS", 2)
     with SessionStore(sqlite_url) as opened:
         source = write(tmp_path / "bad.jsonl", (text + "{not json\n").encode())
         with pytest.raises(JsonlError) as info:
@@ -547,7 +547,7 @@ def test_legacy_files_round_trip_with_tiny_read_ahead_chunks(
     database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: Path
 ) -> None:
     """Batches of two records: a repeated node line falls in another batch than its first."""
-    monkeypatch.setattr("memstore.store.transfer.BATCH_ROWS", 2)
+    monkeypatch.setattr("memstore.store.import_batch.BATCH_ROWS", 2)
     with SessionStore(database_url) as opened:
         assert round_trip(opened, path, tmp_path) == path.read_bytes()
         assert opened.head(path.stem) == expected_for(path)["leaf"]
@@ -559,7 +559,7 @@ def test_export_does_not_need_nodes_stored_in_the_order_the_log_names_them(
 ) -> None:
     """Export merges the log with the nodes in stored order as a fast path; when the order
     differs, each line is still rendered from its own node, and a grown file still imports."""
-    monkeypatch.setattr("memstore.store.transfer.BATCH_ROWS", batch_rows)
+    monkeypatch.setattr("memstore.store.import_batch.BATCH_ROWS", batch_rows)
     original = (LEGACY / "collision.jsonl").read_bytes()
     source = write(tmp_path / "s.jsonl", original[: original.index(b"\n", len(original) // 2) + 1])
     with SessionStore(database_url) as opened:

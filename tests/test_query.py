@@ -23,9 +23,9 @@ from sqlalchemy.engine import make_url
 from memstore import SessionGraph, SessionStore
 from memstore.errors import InvalidArgumentError, QueryError
 from memstore.jsonl import JsonlSessionStore
+from memstore.store.import_batch import BATCH_ROWS
 from memstore.store.rows import block_rows, search_text, stored_rows
 from memstore.store.search import _phrase_search, _postgres_search, _split_query
-from memstore.store.transfer import BATCH_ROWS
 
 from .conftest import LEGACY
 

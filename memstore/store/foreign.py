@@ -20,6 +20,7 @@ from memstore.errors import JsonlError
 from memstore.foreign import ForeignReader, ForeignTarget, foreign_targets, new_reader
 from memstore.foreign._common import Entry, Problem, decode_line
 from memstore.jsonl import Line, Record, is_torn, read_lines
+from memstore.store.import_batch import FileImport, ImportBatch, Progress
 from memstore.store.plans import (
     Plan,
     ensure_session,
@@ -29,8 +30,8 @@ from memstore.store.plans import (
     update_session,
 )
 from memstore.store.prepared import Prepared
+from memstore.store.stored_lines import match_prefix
 from memstore.store.tables import node_usage, sessions
-from memstore.store.transfer import FileImport, Progress, _Batch, _match_prefix
 from memstore.types import validate_session_id
 
 __all__ = ["foreign_import_plans", "import_foreign_file"]
@@ -98,9 +99,9 @@ def import_foreign_file(
         if dialect == "postgresql":
             yield text("SET LOCAL plan_cache_mode = force_custom_plan")
         report.leaf = yield from ensure_session(dialect, session_id, now_ms())
-        _, imported = yield from _match_prefix(path, session_id, file)
+        _, imported = yield from match_prefix(path, session_id, file)
         file.seek(0)  # read again from the start: the imported lines rebuild the reader's tree
-        batch, usage = _Batch(dialect, session_id), _UsageBatch(session_id)
+        batch, usage = ImportBatch(dialect, session_id), _UsageBatch(session_id)
         for line, raw, entry in _Lines(path, reader, report).entries(file):
             if line.number <= imported:
                 continue
@@ -121,7 +122,9 @@ def import_foreign_file(
     return report
 
 
-def _add(path: Path, line: Line, raw: str, entry: Entry, batch: _Batch, usage: _UsageBatch) -> None:
+def _add(
+    path: Path, line: Line, raw: str, entry: Entry, batch: ImportBatch, usage: _UsageBatch
+) -> None:
     """Queue one line's rows: its record, and its node (with usage) if it makes one."""
     if entry.node_id is None or entry.turn is None:
         batch.add_record("other", None, raw)
