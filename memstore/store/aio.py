@@ -37,6 +37,7 @@ from memstore.store.policy import backend_of
 from memstore.store.prepared import Prepared, PreparedRows
 from memstore.store.sync import drive as sync_drive
 from memstore.store.sync import run as sync_run
+from memstore.store.time_limits import PROGRESS_STEPS, SqliteTimeLimit
 from memstore.types import Migrator
 
 __all__ = ["AsyncSessionHandle", "AsyncSessionStore", "create_async_store_engine"]
@@ -94,6 +95,9 @@ async def execute(connection: AsyncConnection, step: Step, driver: Any = None) -
     asyncio connection under `connection`, if known), else through Core."""
     if isinstance(step, Boundary):  # only SQLite's imports, which run on the sync store's driver
         raise TypeError("a transaction boundary runs on a sync connection (use run_sync)")
+    if isinstance(step, SqliteTimeLimit):  # aiosqlite's connection, under SQLAlchemy's
+        aiosqlite: Any = (await connection.get_raw_connection()).driver_connection
+        return await aiosqlite.set_progress_handler(step.handler, PROGRESS_STEPS)
     if isinstance(step, tuple) and isinstance(step[0], Prepared):
         if step[0].streamed:  # export and import plans run on the sync connection (run_sync)
             raise TypeError("a streamed statement runs on a sync connection (use run_sync)")

@@ -28,6 +28,7 @@ from memstore.store.readonly import (
     run_read_only,
 )
 from memstore.store.search import SearchHit
+from memstore.store.time_limits import DEFAULT_SEARCH_SECONDS
 from memstore.types import (
     Clock,
     CompactionPolicy,
@@ -354,12 +355,22 @@ class StoreBase(Exchange):
 
     @operation
     def search(
-        self, query: str, *, session_id: str | None = None, limit: int = 20
+        self,
+        query: str,
+        *,
+        session_id: str | None = None,
+        limit: int = 20,
+        timeout: float | None = DEFAULT_SEARCH_SECONDS,
     ) -> Program[list[SearchHit]]:
         """Turns whose text, thinking, tool inputs or outputs contain every word of `query`.
 
         Best matches first; `snippet` marks the matched words with [brackets]. Any text is a
-        valid query: quotes, operators and SQL in it are searched for as plain words.
+        valid query: quotes, operators and SQL in it are searched for as plain words, case
+        and accents aside (`naive` finds `naïve`).
+
+        Raises:
+            TimeLimitError: a statement of the search ran longer than `timeout` seconds
+                (default 10; None: no limit).
         """
         # A store that can write indexes the backlog first: every turn found is then ranked by
         # the index (a read-only store matches the backlog in memory).
@@ -369,7 +380,9 @@ class StoreBase(Exchange):
             and (yield from self._read(plans.backlog_waiting(), "searching"))
         ):
             yield from StoreBase.index_search_backlog.program(self)
-        plan = search.search(self.dialect, query, session_id=session_id, limit=limit)
+        plan = search.search(
+            self.dialect, query, session_id=session_id, limit=limit, timeout=timeout
+        )
         return (yield from self._read(plan, "searching"))
 
     @operation

@@ -22,6 +22,7 @@ from memstore.store.migrate import check_ready, upgrade
 from memstore.store.operation import Await, Program, Request, Run, Synchronous
 from memstore.store.plans import COMMIT, Boundary, Plan, Step, as_call
 from memstore.store.prepared import Prepared, stream_rows
+from memstore.store.time_limits import PROGRESS_STEPS, SqliteTimeLimit
 from memstore.types import Migrator
 
 __all__ = ["SessionHandle", "SessionStore"]
@@ -30,7 +31,11 @@ T = TypeVar("T")
 
 
 def execute(connection: Connection, step: Step) -> Any:
-    """One step of a plan: a prepared statement on the driver's cursor, else through Core."""
+    """One step of a plan: a prepared statement on the driver's cursor, SQLite's progress
+    handler for a time limit, else through Core."""
+    if isinstance(step, SqliteTimeLimit):
+        driver: Any = connection.connection.driver_connection  # sqlite3.Connection
+        return driver.set_progress_handler(step.handler, PROGRESS_STEPS)
     if isinstance(step, tuple) and isinstance(step[0], Prepared):
         if step[0].streamed:
             return stream_rows(step[0], connection.connection, connection.dialect, step[1])
