@@ -5,7 +5,12 @@ imports them, then times single-word, two-word and session-scoped queries. Goal:
 query on SQLite under 20 ms. With `--unspaced` the words are kanji and kana written without
 spaces, as Japanese is, and the queries are words found inside that text.
 
-    python benchmarks/bench_search.py [--turns 100000] [--postgres URL] [--unspaced]
+    python benchmarks/bench_search.py [--turns 100000] [--session-turns 500] [--postgres URL]
+        [--unspaced] [--accented]
+
+With `--accented` a quarter of the words carry an accent (French-like text), which PostgreSQL's
+index folds (migration 0020). The report also gives the most common word and rare words (found
+in a few turns) apart.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from memstore.jsonl import head_line, node_line
 
 GOAL_MS = 20.0
 SESSION_TURNS = 500
+ACCENTED = False
 
 
 KANJI = [chr(code) for code in range(0x4E00, 0x4E00 + 800)]
@@ -32,7 +38,10 @@ SEPARATOR = " "
 
 def vocabulary(rng: random.Random, size: int = 4000) -> list[str]:
     letters = "abcdefghijklmnopqrstuvwxyz"
-    return ["".join(rng.choices(letters, k=rng.randint(3, 10))) for _ in range(size)]
+    words = ["".join(rng.choices(letters, k=rng.randint(3, 10))) for _ in range(size)]
+    if ACCENTED:
+        words = [w[:-1] + rng.choice("éèàüôç") if rng.random() < 0.25 else w for w in words]
+    return words
 
 
 def unspaced_vocabulary(rng: random.Random, size: int = 4000) -> list[str]:
@@ -105,20 +114,25 @@ def report(name: str, timings: list[float]) -> float:
 
 
 def main() -> int:
+    global SEPARATOR, SESSION_TURNS, ACCENTED
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=100_000)
     parser.add_argument("--postgres", help="also measure this PostgreSQL database")
+    parser.add_argument("--session-turns", type=int, default=SESSION_TURNS)
     parser.add_argument("--unspaced", action="store_true", help="Japanese-like text, no spaces")
+    parser.add_argument("--accented", action="store_true", help="a quarter of the words accented")
     args = parser.parse_args()
     rng = random.Random(7)
-    global SEPARATOR
     SEPARATOR = "" if args.unspaced else " "
+    SESSION_TURNS, ACCENTED = args.session_turns, args.accented
     words = unspaced_vocabulary(rng) if args.unspaced else vocabulary(rng)
     sessions = [f"s{n:04d}" for n in range(args.turns // SESSION_TURNS)]
     # Words that occur (the text is Zipf-distributed over the vocabulary): common and rarer.
     queries: list[tuple[str, str | None]] = [(rng.choice(words[:400]), None) for _ in range(40)]
     queries += [(f"{rng.choice(words[:30])} {rng.choice(words[:400])}", None) for _ in range(40)]
     queries += [(rng.choice(words[:400]), rng.choice(sessions)) for _ in range(40)]
+    common: list[tuple[str, str | None]] = [(words[0], None)] * 20
+    rare: list[tuple[str, str | None]] = [(rng.choice(words[1000:1200]), None) for _ in range(40)]
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
         (root / "corpus").mkdir()
@@ -131,13 +145,19 @@ def main() -> int:
             f"{time.perf_counter() - started:.1f} s"
         )
         median = report("SQLite", measure(store, queries))
+        report("  common", measure(store, common))
+        report("  rare", measure(store, rare))
         store.close()
         if args.postgres:
             pg = SessionStore(args.postgres)
             for session in sessions:
                 pg.delete_session(session)
+            started = time.perf_counter()
             pg.import_jsonl(root / "corpus")
+            print(f"PostgreSQL import {time.perf_counter() - started:.1f} s")
             report("PostgreSQL", measure(pg, queries))
+            report("  common", measure(pg, common))
+            report("  rare", measure(pg, rare))
             for session in sessions:
                 pg.delete_session(session)
             pg.close()

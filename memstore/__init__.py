@@ -33,6 +33,7 @@ from memstore.errors import (
     SessionImportingError,
     StoreError,
     StoreNotReadyError,
+    TimeLimitError,
     UnknownNodeError,
     UnknownSessionError,
 )
@@ -300,6 +301,7 @@ __all__ = [
     "TextDeltaEvent",
     "ThinkingBlock",
     "ThinkingDeltaEvent",
+    "TimeLimitError",
     "ToolCallBlock",
     "ToolFinishedEvent",
     "ToolOutcome",

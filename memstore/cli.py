@@ -810,6 +810,10 @@ def search(
     query: Annotated[str, typer.Argument(help="Words to find (all of them).")],
     session: Annotated[str | None, typer.Option(help="Only in this session.")] = None,
     limit: Annotated[int, typer.Option(min=0, help="At most this many hits.")] = 20,
+    timeout: Annotated[
+        float,
+        typer.Option(min=0.001, help="Stop the search after this many seconds."),
+    ] = 10.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Full-text search over text, thinking, tool calls and results, on every branch."""
@@ -818,7 +822,7 @@ def search(
     with open_store(ctx, read_only=True) as store:
         if session is not None:
             existing_session(store, session)
-        hits = store.search(query, session_id=session, limit=limit)
+        hits = store.search(query, session_id=session, limit=limit, timeout=timeout)
         short = (
             {} if as_json else _short_ids(store, [(hit.session_id, hit.node_id) for hit in hits])
         )

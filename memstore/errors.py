@@ -23,6 +23,7 @@ MemstoreError
     ├── SessionImportingError  a session another import is still writing (absent until done)
     ├── DatabaseError       the database failed (connection, lock, disk)
     ├── QueryError          a read-only query refused or failed
+    │   └── TimeLimitError  a search or query that ran past its time limit and was stopped
     ├── ReadOnlyStoreError  a write through a store opened for reading only
     ├── StoreNotReadyError  no memstore database there, or one at another revision
     │   └── DatabaseTooNewError  a database a newer memstore has migrated
@@ -148,6 +149,10 @@ class DatabaseError(StoreError):
 
 class QueryError(StoreError):
     """A read-only query that was refused or failed (`memstore sql`)."""
+
+
+class TimeLimitError(QueryError):
+    """A search or read-only query that ran past its time limit and was stopped."""
 
 
 class ReadOnlyStoreError(StoreError):

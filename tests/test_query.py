@@ -351,7 +351,7 @@ def test_postgresql_search_reads_its_indexes_and_only_the_oversized_turns(
         if unspaced:
             statement = _phrase_search("postgresql", words, unspaced, None, 20)
         else:
-            statement = _postgres_search(query)
+            statement = _postgres_search(words, None, 20)
         plan = explain(store, statement)
     assert re.search(r"Index Scan on ix_nodes_search(_chars)? ", plan), plan
     assert "Index Scan on ix_nodes_search_oversized" in plan, plan

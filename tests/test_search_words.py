@@ -62,7 +62,9 @@ def test_a_query_of_too_many_different_words_is_refused_in_one_line(texts: Sessi
     assert texts.search(" ".join(f"w{n}" for n in range(MAX_QUERY_WORDS))) == []
 
 
-WORDS = st.text(alphabet="abcAB-\"*()|&!:'", min_size=1, max_size=5)
+# Accented letters too (one accent, two, a combining one, capitals): both ignore accents alike;
+# and punctuation that PostgreSQL's parser reads as part of a word (a-b, a.b, a/b, a@b, <a>).
+WORDS = st.text(alphabet="abcAB-\"*()|&!:'.@/<>àÀéÉïçệ\u0301", min_size=1, max_size=5)
 TEXT = st.lists(WORDS, min_size=1, max_size=8).map(" ".join)
 
 

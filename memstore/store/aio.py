@@ -71,6 +71,7 @@ from memstore.store.readonly import (
 from memstore.store.search import SearchHit
 from memstore.store.sync import drive as sync_drive
 from memstore.store.sync import run as sync_run
+from memstore.store.time_limits import DEFAULT_SEARCH_SECONDS, PROGRESS_STEPS, SqliteTimeLimit
 from memstore.store.transfer import FileProgress, ImportReport, Progress
 from memstore.types import (
     Clock,
@@ -150,6 +151,9 @@ async def execute(connection: AsyncConnection, step: Step, driver: Any = None) -
     asyncio connection under `connection`, if known), else through Core."""
     if isinstance(step, Boundary):  # only SQLite's imports, which run on the sync store's driver
         raise TypeError("a transaction boundary runs on a sync connection (use run_sync)")
+    if isinstance(step, SqliteTimeLimit):  # aiosqlite's connection, under SQLAlchemy's
+        aiosqlite: Any = (await connection.get_raw_connection()).driver_connection
+        return await aiosqlite.set_progress_handler(step.handler, PROGRESS_STEPS)
     if isinstance(step, tuple) and isinstance(step[0], Prepared):
         if step[0].streamed:  # export and import plans run on the sync connection (run_sync)
             raise TypeError("a streamed statement runs on a sync connection (use run_sync)")
@@ -635,11 +639,18 @@ class AsyncSessionStore:
             await self.index_search_backlog()
 
     async def search(
-        self, query: str, *, session_id: str | None = None, limit: int = 20
+        self,
+        query: str,
+        *,
+        session_id: str | None = None,
+        limit: int = 20,
+        timeout: float | None = DEFAULT_SEARCH_SECONDS,
     ) -> list[SearchHit]:
         """See `SessionStore.search`."""
         await self._index_search_backlog_if_any()
-        plan = search.search(self.dialect, query, session_id=session_id, limit=limit)
+        plan = search.search(
+            self.dialect, query, session_id=session_id, limit=limit, timeout=timeout
+        )
         return await self._run(plan, write=False, action="searching")
 
     async def read_only_query(

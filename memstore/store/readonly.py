@@ -50,7 +50,7 @@ from typing import Any
 
 from sqlalchemy import URL, Engine
 
-from memstore.errors import InvalidArgumentError, QueryError
+from memstore.errors import InvalidArgumentError, QueryError, TimeLimitError
 from memstore.store.engine import sqlite_read_uri
 from memstore.store.rows import derived_text
 
@@ -232,7 +232,7 @@ class _Deadline:
                 "stopped (memstore sql --max-memory-mb MB allows more)"
             )
         if self.expired:
-            return QueryError(_too_long(self.seconds))
+            return TimeLimitError(_too_long(self.seconds))
         if str(exc) == "interrupted":
             # Only the handler stops a statement, and it did not: Ctrl-C's KeyboardInterrupt
             # was raised inside it (where Python runs during the statement), which stops it too.
@@ -299,7 +299,7 @@ def _postgres(engine: Engine, sql: str, limit: int, timeout: float) -> QueryResu
                 return result
         except psycopg.errors.QueryCanceled as exc:
             if "statement timeout" in str(exc):
-                raise QueryError(_too_long(timeout)) from exc
+                raise TimeLimitError(_too_long(timeout)) from exc
             raise QueryError(_explain(str(exc).strip())) from exc
         except psycopg.errors.ConfigurationLimitExceeded as exc:
             if "temp_file_limit" not in str(exc):

@@ -17,6 +17,12 @@ PostgreSQL cannot build a tsvector of more than 1 MiB, so its indexes hold the f
 search text (or `search_chars`) is longer is still found by the rest of its text: when every word
 of the query appears in its search text, ignoring case, as a substring (a partial index lists
 these turns, so the check reads only them). SQLite's FTS5 has no such limit and indexes it all.
+
+Both read words of letters and digits, case and accents aside (`memstore.store.folding`): FTS5
+does so itself; PostgreSQL's indexes hold text folded by `memstore_search_fold` (accents off,
+punctuation as spaces, so that its parser sees FTS5's words), its queries folded in Python.
+PostgreSQL's snippets are made here (`text_snippet`, which ignores accents too): `ts_headline`
+would not see `naive` in `naïve`.
 """
 
 from __future__ import annotations
@@ -46,8 +52,10 @@ from sqlalchemy import (
 )
 
 from memstore.errors import InvalidArgumentError, InvalidSessionIdError
+from memstore.store.folding import SQL_FOLD, fold, sql_fold
 from memstore.store.plans import NATIVE_AGENT, Plan, agent_of
 from memstore.store.rows import UNSPACED, derived_text, search_chars, storable
+from memstore.store.snippets import SNIPPET_CLOSE, SNIPPET_OPEN, text_snippet
 from memstore.store.tables import (
     node_search,
     nodes,
@@ -57,6 +65,7 @@ from memstore.store.tables import (
     of_visible_session,
     sessions,
 )
+from memstore.store.time_limits import check_seconds, time_limited
 from memstore.types import is_storable_text
 
 __all__ = ["SearchHit", "fts5_query", "search", "text_snippet"]
@@ -65,8 +74,6 @@ TS_CONFIG = "simple"  # no stemming, like FTS5's unicode61: the same matches on 
 PG_INDEXED_CHARS = 250_000
 """How much of a column PostgreSQL's search indexes hold: 4 bytes a character stays under the
 1 MiB a tsvector can hold (migration 0017 builds the indexes with this number)."""
-SNIPPET_OPEN, SNIPPET_CLOSE = "[", "]"
-SNIPPET_CHARS = 64  # a snippet's length when made here (for queries with unspaced words)
 _HAS_UNSPACED = re.compile(f"[{UNSPACED}]")
 _TOKEN = re.compile(r"[^\W_]+")  # a run of letters and digits: a word of FTS5's unicode61
 MAX_QUERY_WORDS = 64
@@ -117,8 +124,10 @@ def query_words(query: str) -> list[str]:
 
 def _pg_words_query(words: list[str]) -> ColumnElement[Any]:
     """Words as a PostgreSQL tsquery that means "all of these words", whatever they hold (no
-    operators): each word a phrase of its runs of letters and digits, as FTS5 reads it."""
-    phrases = [func.phraseto_tsquery(TS_CONFIG, " ".join(_TOKEN.findall(word))) for word in words]
+    operators): each word, folded, a phrase of its runs of letters and digits, as FTS5 reads it."""
+    phrases = [
+        func.phraseto_tsquery(TS_CONFIG, " ".join(_TOKEN.findall(fold(word)))) for word in words
+    ]
     tsquery: ColumnElement[Any] = phrases[0]
     for phrase in phrases[1:]:
         tsquery = tsquery.op("&&")(phrase)
@@ -165,8 +174,10 @@ def _sqlite_phrase_matches(
 
 
 def _pg_indexed(column: ColumnElement[str]) -> ColumnElement[Any]:
-    """The tsvector PostgreSQL's index holds for `column`: of its first PG_INDEXED_CHARS."""
-    return func.to_tsvector(TS_CONFIG, func.left(column, literal_column(str(PG_INDEXED_CHARS))))
+    """The tsvector PostgreSQL's index holds for `column`: of its first PG_INDEXED_CHARS,
+    folded (migration 0020)."""
+    indexed = func.left(column, literal_column(str(PG_INDEXED_CHARS)))
+    return func.to_tsvector(TS_CONFIG, getattr(func, SQL_FOLD)(indexed))
 
 
 def _pg_oversized(*, chars: bool) -> ColumnElement[bool]:
@@ -178,9 +189,10 @@ def _pg_oversized(*, chars: bool) -> ColumnElement[bool]:
 
 
 def _pg_oversized_matches(words: list[str], *, chars: bool) -> Select[Any]:
-    """The turns longer than the index holds whose search text holds every word (any case)."""
-    folded = func.lower(nodes.c.search_text)
-    holds = [func.strpos(folded, func.lower(literal(word))) > 0 for word in words]
+    """The turns longer than the index holds whose search text holds every word (any case,
+    any accents)."""
+    folded = func.lower(getattr(func, SQL_FOLD)(nodes.c.search_text))
+    holds = [func.strpos(folded, func.lower(literal(sql_fold(word)))) > 0 for word in words]
     oversized = _pg_oversized(chars=chars)
     return select(nodes.c.pk, literal(0.0).label("rank")).where(oversized, and_(*holds))
 
@@ -188,7 +200,7 @@ def _pg_oversized_matches(words: list[str], *, chars: bool) -> Select[Any]:
 def _postgres_phrase_matches(
     words: list[str], unspaced: list[str], session_id: str | None
 ) -> Select[Any]:
-    phrases = [func.phraseto_tsquery(TS_CONFIG, search_chars(word)) for word in unspaced]
+    phrases = [func.phraseto_tsquery(TS_CONFIG, fold(search_chars(word))) for word in unspaced]
     tsquery: ColumnElement[Any] = phrases[0]
     for phrase in phrases[1:]:
         tsquery = tsquery.op("&&")(phrase)
@@ -248,17 +260,6 @@ def _text(value: str | bytes) -> str:
     return derived_text(value) if isinstance(value, bytes) else value
 
 
-def text_snippet(text: str, terms: list[str]) -> str:
-    """The part of `text` around the first of `terms` found, each term in it bracketed, as the
-    databases' own snippets are."""
-    pattern = re.compile("|".join(map(re.escape, sorted(terms, key=len, reverse=True))), re.I)
-    first = pattern.search(text)
-    start = 0 if first is None else max(0, first.start() - SNIPPET_CHARS // 3)
-    end = min(len(text), max(start + SNIPPET_CHARS, first.end() if first else 0))
-    marked = pattern.sub(lambda m: SNIPPET_OPEN + m.group() + SNIPPET_CLOSE, text[start:end])
-    return ("…" if start else "") + marked + ("…" if end < len(text) else "")
-
-
 SQLITE_SNIPPET_CHARS = 100_000
 """FTS5's snippet() takes time quadratic in a term's occurrences in one text (minutes for a
 3.6 MB file listing): turns whose JSON is longer get their snippet made here (`text_snippet`)."""
@@ -282,25 +283,47 @@ def _sqlite_search(query: str) -> Select[Any]:
     )
 
 
-def _postgres_search(query: str) -> Select[Any]:
-    tsquery = _pg_words_query(query.split())
+def _postgres_search(words: list[str], session_id: str | None, limit: int) -> Select[Any]:
+    """The best matches of a query of spaced words, with (the indexed part of) their search
+    text, for the snippet made in Python."""
+    tsquery = _pg_words_query(words)
     vector = _pg_indexed(nodes.c.search_text)
-    options = f"StartSel={SNIPPET_OPEN}, StopSel={SNIPPET_CLOSE}, MaxWords=20, MinWords=6"
-    shown = func.left(nodes.c.search_text, literal_column(str(PG_INDEXED_CHARS)))
-    snippet = func.ts_headline(TS_CONFIG, shown, tsquery, options)
     indexed = select(nodes.c.pk).where(vector.op("@@")(tsquery))
-    oversized = _pg_oversized_matches(query.split(), chars=False).with_only_columns(nodes.c.pk)
-    return select(
-        *_HIT_COLUMNS,
-        snippet.label("snippet"),
-        func.ts_rank(vector, tsquery).label("rank"),
-    ).where(nodes.c.pk.in_(indexed.union(oversized)))
+    oversized = _pg_oversized_matches(words, chars=False).with_only_columns(nodes.c.pk)
+    matches = select(nodes.c.pk, func.ts_rank(vector, tsquery).label("rank")).where(
+        nodes.c.pk.in_(indexed.union(oversized)), of_visible_session(nodes.c.session_id)
+    )
+    if session_id is not None:
+        matches = matches.where(nodes.c.session_id == session_id)
+    best = matches.order_by(text("rank DESC"), nodes.c.pk).limit(limit).subquery()
+    shown = func.left(nodes.c.search_text, literal_column(str(PG_INDEXED_CHARS)))
+    hits = select(*_HIT_COLUMNS, best.c.rank, shown.label("search_text"))
+    hits = hits.join_from(nodes, best, nodes.c.pk == best.c.pk)
+    return hits.order_by(best.c.rank.desc(), nodes.c.pk)
 
 
 def search(
-    dialect: str, query: str, *, session_id: str | None = None, limit: int = 20
+    dialect: str,
+    query: str,
+    *,
+    session_id: str | None = None,
+    limit: int = 20,
+    timeout: float | None = None,
 ) -> Plan[list[SearchHit]]:
-    """The best `limit` turns matching every word of `query`, best first."""
+    """The best `limit` turns matching every word of `query`, best first, each statement
+    stopped after `timeout` seconds (None: no limit; see `time_limits`)."""
+    seconds = check_seconds(timeout, "a search time limit")
+    stopped = (
+        f"the search ran longer than {seconds or 0:g} s and was stopped (a longer timeout "
+        "allows more: memstore search --timeout SECONDS, or search(..., timeout=SECONDS))"
+    )
+    plan = _search(dialect, query, session_id=session_id, limit=limit)
+    return (yield from time_limited(plan, dialect, seconds, stopped))
+
+
+def _search(
+    dialect: str, query: str, *, session_id: str | None, limit: int
+) -> Plan[list[SearchHit]]:
     if not isinstance(query, str):
         raise InvalidArgumentError(f"a search query is text, not {type(query).__name__}")
     if type(limit) is not int or limit <= 0:
@@ -314,8 +337,11 @@ def search(
         return []
     words, unspaced = _split_query(query)
     backlog = (yield from _backlog_texts()) if dialect == "sqlite" else {}
-    if unspaced:
-        rows = yield _phrase_search(dialect, words, unspaced, session_id, limit, backlog)
+    if unspaced or dialect == "postgresql":
+        if unspaced:
+            rows = yield _phrase_search(dialect, words, unspaced, session_id, limit, backlog)
+        else:
+            rows = yield _postgres_search(words, session_id, limit)
         terms = words + unspaced
         found = [
             SearchHit(
@@ -329,8 +355,7 @@ def search(
             for row in rows
         ]
         return (yield from _with_agents(found))
-    statement = _postgres_search(query) if dialect == "postgresql" else _sqlite_search(query)
-    statement = statement.where(of_visible_session(nodes.c.session_id))
+    statement = _sqlite_search(query).where(of_visible_session(nodes.c.session_id))
     if session_id is not None:
         statement = statement.where(nodes.c.session_id == session_id)
     statement = statement.order_by(text("rank DESC"), nodes.c.pk).limit(limit)
@@ -338,7 +363,7 @@ def search(
         SearchHit(**{**row._mapping, "snippet": row.snippet and _text(row.snippet)})
         for row in (yield statement)
     ]
-    hits = yield from _with_long_snippets(dialect, hits, query.split())
+    hits = yield from _with_long_snippets(hits, query.split())
     if backlog:
         more = yield from _backlog_hits(backlog, query, session_id)
         hits = sorted([*hits, *more], key=lambda hit: -hit.rank)[:limit]
@@ -390,23 +415,15 @@ def _backlog_hits(
     ]
 
 
-def _with_long_snippets(
-    dialect: str, hits: list[SearchHit], terms: list[str]
-) -> Plan[list[SearchHit]]:
-    """The hits, those without a snippet (long turns on SQLite) given one made here."""
+def _with_long_snippets(hits: list[SearchHit], terms: list[str]) -> Plan[list[SearchHit]]:
+    """SQLite's hits, those without a snippet (long turns) given one made here."""
     done: list[SearchHit] = []
     for hit in hits:
         if hit.snippet is None:
             where = (nodes.c.session_id == hit.session_id) & (nodes.c.id == hit.node_id)
-            if dialect == "postgresql":
-                lookup = select(nodes.c.search_text).where(where)
-            else:  # SQLite derives it from the turn (migration 0016)
-                column = cast(node_search.c.search_text, LargeBinary)
-                lookup = select(column).join_from(
-                    nodes, node_search, node_search.c.pk == nodes.c.pk
-                )
-                lookup = lookup.where(where)
-            (found,) = yield lookup
+            column = cast(node_search.c.search_text, LargeBinary)  # derived (migration 0016)
+            lookup = select(column).join_from(nodes, node_search, node_search.c.pk == nodes.c.pk)
+            (found,) = yield lookup.where(where)
             hit = dataclasses.replace(hit, snippet=text_snippet(_text(found[0]), terms))
         done.append(hit)
     return done

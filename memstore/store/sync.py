@@ -52,6 +52,7 @@ from memstore.store.readonly import (
     run_read_only,
 )
 from memstore.store.search import SearchHit
+from memstore.store.time_limits import DEFAULT_SEARCH_SECONDS, PROGRESS_STEPS, SqliteTimeLimit
 from memstore.store.transfer import FileProgress, ImportReport, Progress
 from memstore.types import (
     Clock,
@@ -70,7 +71,11 @@ T = TypeVar("T")
 
 
 def execute(connection: Connection, step: Step) -> Any:
-    """One step of a plan: a prepared statement on the driver's cursor, else through Core."""
+    """One step of a plan: a prepared statement on the driver's cursor, SQLite's progress
+    handler for a time limit, else through Core."""
+    if isinstance(step, SqliteTimeLimit):
+        driver: Any = connection.connection.driver_connection  # sqlite3.Connection
+        return driver.set_progress_handler(step.handler, PROGRESS_STEPS)
     if isinstance(step, tuple) and isinstance(step[0], Prepared):
         if step[0].streamed:
             return stream_rows(step[0], connection.connection, connection.dialect, step[1])
@@ -717,15 +722,27 @@ class SessionStore:
             self.index_search_backlog()
 
     def search(
-        self, query: str, *, session_id: str | None = None, limit: int = 20
+        self,
+        query: str,
+        *,
+        session_id: str | None = None,
+        limit: int = 20,
+        timeout: float | None = DEFAULT_SEARCH_SECONDS,
     ) -> list[SearchHit]:
         """Turns whose text, thinking, tool inputs or outputs contain every word of `query`.
 
         Best matches first; `snippet` marks the matched words with [brackets]. Any text is a
-        valid query: quotes, operators and SQL in it are searched for as plain words.
+        valid query: quotes, operators and SQL in it are searched for as plain words, case
+        and accents aside (`naive` finds `naïve`).
+
+        Raises:
+            TimeLimitError: a statement of the search ran longer than `timeout` seconds
+                (default 10; None: no limit).
         """
         self._index_search_backlog_if_any()
-        plan = search.search(self.dialect, query, session_id=session_id, limit=limit)
+        plan = search.search(
+            self.dialect, query, session_id=session_id, limit=limit, timeout=timeout
+        )
         return self._run(plan, write=False, action="searching")
 
     def read_only_query(

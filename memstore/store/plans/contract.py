@@ -24,6 +24,7 @@ __all__ = [
     "ROLLBACK",
     "UNSET",
     "Boundary",
+    "ConnectionStep",
     "Plan",
     "Step",
     "StepResult",
@@ -45,9 +46,16 @@ class Boundary(Enum):
 
 COMMIT = Boundary.COMMIT
 ROLLBACK = Boundary.ROLLBACK
-Step: TypeAlias = Executable | tuple[Executable | Prepared, Params] | Boundary
-"""A statement, or a statement and its parameters (a list of rows: executemany), or a
-transaction boundary."""
+
+
+class ConnectionStep:
+    """A step the driver takes on its connection itself, not a statement: SQLite's progress
+    handler for a time limit (`time_limits.SqliteTimeLimit`)."""
+
+
+Step: TypeAlias = Executable | tuple[Executable | Prepared, Params] | Boundary | ConnectionStep
+"""A statement, or a statement and its parameters (a list of rows: executemany), a
+transaction boundary, or a step on the connection."""
 
 
 class StepResult(Protocol):
