@@ -4,8 +4,6 @@ the SQL walk finds, on SQLite and PostgreSQL, sync and async (see conftest's `st
 from __future__ import annotations
 
 import itertools
-from collections.abc import Generator
-from typing import Any
 
 import pytest
 import sqlalchemy
@@ -15,6 +13,7 @@ from hypothesis import strategies as st
 from memstore import SessionNode, Turn, UnknownNodeError
 from memstore.errors import InvalidArgumentError, InvalidNodeIdError
 from memstore.store import SessionStore, create_store_engine, plans
+from memstore.store.operation import Program, Run
 from memstore.store.plans import paths
 
 from .test_store import append_all, call, graph, result, say
@@ -25,11 +24,12 @@ _session_ids = (f"s{n}" for n in itertools.count())
 def walked(store: SessionStore, session_id: str, leaf: str) -> list[SessionNode]:
     """The path to `leaf` as the SQL walk finds it (how every whole path was read before)."""
 
-    def walk() -> Generator[Any, Any, list[SessionNode]]:
-        rows = yield from paths._walked_rows(store.dialect, session_id, leaf, paths._NO_LIMIT)
+    def walk() -> Program[list[SessionNode]]:
+        walking = paths._walked_rows(store.dialect, session_id, leaf, paths._NO_LIMIT)
+        rows = yield from Run(walking, "walking a path")
         return plans.nodes_from_rows(rows)
 
-    return store._run(walk(), write=False, action="walking a path")
+    return store._complete(walk())
 
 
 def assert_loads_as_walked(store: SessionStore, session_id: str, leaf: str | None = None) -> None:

@@ -1,8 +1,8 @@
 """The SQL session store: the only part of memstore that speaks SQL.
 
 `SessionStore` is synchronous; `AsyncSessionStore` (in `memstore.store.aio`, needs the `async`
-extra) runs the same plans on an asyncio engine. Names are imported on first use, so that the
-command line starts without loading SQLAlchemy.
+extra) carries out the same operations (`StoreBase`, each written once) on an asyncio engine.
+Names are imported on first use, so that the command line starts without loading SQLAlchemy.
 """
 
 from __future__ import annotations

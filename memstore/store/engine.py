@@ -25,7 +25,7 @@ import os
 import shlex
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -47,12 +47,14 @@ __all__ = [
     "check_schema",
     "configure_postgresql",
     "configure_sqlite",
+    "configure_store_engine",
     "create_store_engine",
     "driver_installed",
     "parse_url",
     "shown_url",
     "sqlite_read_uri",
     "store_engine",
+    "store_url",
     "upgrade_command",
 ]
 
@@ -286,24 +288,43 @@ def create_store_engine(
         read_only: never create the SQLite file, and refuse writes on every connection.
         kwargs: passed on to SQLAlchemy's `create_engine`.
     """
-    parsed = parse_url(url, SYNC_DRIVERS)
-    check_schema(parsed, schema)
-    sqlite = parsed.get_backend_name() == "sqlite"
-    if sqlite:
-        kwargs.setdefault("connect_args", {}).setdefault("timeout", BUSY_TIMEOUT_SECONDS)
-        refuse_memory_sqlite(parsed)
-        if read_only:
-            kwargs.setdefault("creator", _sqlite_reader(parsed))
-    postgresql_connect_timeout(parsed, kwargs)
+    parsed = store_url(url, SYNC_DRIVERS, schema, read_only, kwargs, ("creator", _sqlite_reader))
     with driver_installed(parsed):
         engine = sa_create_engine(parsed, **kwargs)
-    if sqlite:
+    configure_store_engine(engine, schema=schema, read_only=read_only)
+    return engine
+
+
+def store_url(
+    url: str | URL,
+    drivers: dict[str, str],
+    schema: str | None,
+    read_only: bool,
+    kwargs: dict[str, Any],
+    reader: tuple[str, Callable[[URL], Any]],
+) -> URL:
+    """The URL a store's engine (sync or async: `drivers`) is made for, checked, with the
+    engine's `kwargs` given memstore's connect options; a read-only SQLite engine connects
+    through `reader` (its keyword, and a function of the URL that makes it)."""
+    parsed = parse_url(url, drivers)
+    check_schema(parsed, schema)
+    if parsed.get_backend_name() == "sqlite":
+        refuse_memory_sqlite(parsed)
+        kwargs.setdefault("connect_args", {}).setdefault("timeout", BUSY_TIMEOUT_SECONDS)
+        if read_only:
+            kwargs.setdefault(reader[0], reader[1](parsed))
+    postgresql_connect_timeout(parsed, kwargs)
+    return parsed
+
+
+def configure_store_engine(engine: Engine, *, schema: str | None, read_only: bool) -> None:
+    """Configure a store's (sync) engine for its backend (see the module docstring)."""
+    if engine.dialect.name == "sqlite":
         configure_sqlite(engine, read_only=read_only)
     else:
         configure_postgresql(engine, schema=schema, read_only=read_only)
         configure_postgresql_lock_timeout(engine)
         engine.update_execution_options(**{SCHEMA: schema})
-    return engine
 
 
 def store_engine(

@@ -11,22 +11,21 @@ is refused with the reason, and the other sessions are still written.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple, TypeAlias
+from typing import Any
 
 from memstore.errors import InvalidArgumentError, OutputFileError, StoreError, UnknownSessionError
 from memstore.store import plans, transfer
 from memstore.store.files import STDOUT, ExportFormat, atomic_text_file, is_stream_target
+from memstore.store.operation import Program, Run
 from memstore.store.plans import Plan, SessionInfo
 
 __all__ = [
     "ExportFormat",
     "ExportReport",
     "ExportedFile",
-    "PlanCall",
-    "Program",
     "RefusedExport",
     "export_plan",
     "export_program",
@@ -70,19 +69,6 @@ class ExportReport:
     def complete(self) -> bool:
         """True when every session was written."""
         return not self.refused
-
-
-class PlanCall(NamedTuple):
-    """A plan a program asks its store to run (reading only), and what the run is doing, for
-    the error message."""
-
-    plan: Plan[Any]
-    action: str
-
-
-Program: TypeAlias = Generator[PlanCall, Any, "ExportReport"]
-"""An export of several sessions: it yields plans, each run in its own transaction by the
-store, and receives each one's result (or, thrown in, its MemstoreError)."""
 
 
 def export_plan(
@@ -163,9 +149,10 @@ def export_directory(directory: Path) -> Path:
     return directory
 
 
-def export_program(directory: Path, form: ExportFormat, agent: str | None) -> Program:
+def export_program(directory: Path, form: ExportFormat, agent: str | None) -> Program[ExportReport]:
     """Every session into `directory` (with `agent`: every session imported from it, in its
-    folder layout), each in its own transaction; see the module docstring for refusals.
+    folder layout), each in its own transaction; see the module docstring for refusals. A
+    program (see `operation`): `StoreBase.export_sessions` is it.
 
     Raises:
         InvalidArgumentError: an unknown agent, or a format other than JSONL with one.
@@ -173,12 +160,13 @@ def export_program(directory: Path, form: ExportFormat, agent: str | None) -> Pr
     """
     check_agent(agent, form)
     export_directory(directory)
-    infos: list[SessionInfo] = yield PlanCall(plans.list_sessions(), "listing sessions")
+    infos: list[SessionInfo] = yield from Run(plans.list_sessions(), "listing sessions")
     report = ExportReport()
     for session_id, target, renamed in _targets(directory, form, agent, infos, report):
         plan = export_plan(session_id, target, form, agent=agent, renamed=renamed)
         try:
-            report.files.append((yield PlanCall(plan, f"exporting session {session_id!r}")))
+            action = f"exporting session {session_id!r}"
+            report.files.append((yield from Run(plan, action, files=True)))
         except (OutputFileError, UnknownSessionError) as exc:  # deleted since the listing too
             report.refused.append(RefusedExport(session_id, str(exc)))
     return report

@@ -1,9 +1,14 @@
-"""What the sync and async session handles share: the head they last saw, and forks."""
+"""HandleBase: a session handle's state and operations, for the sync and the async handle."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
+from memstore.graph import SessionGraph
+from memstore.store.base import StoreBase
+from memstore.store.operation import Program, operation
 from memstore.store.plans import UNSET, Unset
-from memstore.types import SessionNode
+from memstore.types import SessionNode, Turn, TurnLike
 
 __all__ = ["HandleBase"]
 
@@ -22,15 +27,15 @@ class HandleBase:
     next through that handle, so keep forks to a handle of one worker.
     """
 
-    def __init__(self, session_id: str, head: str | None) -> None:
+    def __init__(self, store: StoreBase, session_id: str, head: str | None) -> None:
+        self.store = store
         self.session_id = session_id
         self.head = head
         """The head this handle last saw: after opening, `refresh()`, or its own append."""
         self._forking = False
 
     def __repr__(self) -> str:
-        store = getattr(self, "store", None)
-        kind = f"{type(store).__name__} on {store.dialect}" if store is not None else None
+        kind = f"{type(self.store).__name__} on {self.store.dialect}"
         return (
             f"{type(self).__name__}(session_id={self.session_id!r}, head={self.head!r}, "
             f"store={kind!r})"
@@ -64,3 +69,50 @@ class HandleBase:
         self.head = head
         self._forking = False
         return head
+
+    @operation
+    def append(
+        self, turn: TurnLike, *, expected_head: str | Unset | None = UNSET
+    ) -> Program[SessionNode]:
+        """Append `turn` at the store's head (or after `branch_from`'s node) and persist it.
+
+        Raises:
+            HeadMovedError: `expected_head` was given and the head is elsewhere.
+        """
+        (node,) = yield from HandleBase.append_many.program(
+            self, [turn], expected_head=expected_head
+        )
+        return node
+
+    @operation
+    def append_many(
+        self, turns: Iterable[TurnLike], *, expected_head: str | Unset | None = UNSET
+    ) -> Program[list[SessionNode]]:
+        """Append `turns` as one chain (see `SessionStore.append_many`), at the store's head or
+        after `branch_from`'s node."""
+        nodes = yield from StoreBase.append_many.program(
+            self.store,
+            self.session_id,
+            turns,
+            expected_head=expected_head,
+            parent=self._fork_parent(),
+        )
+        return self._moved_to(nodes)
+
+    @operation
+    def refresh(self) -> Program[str | None]:
+        """Read the store's head again (one query), after other writers appended; returns it."""
+        return self._seen((yield from StoreBase.head.program(self.store, self.session_id)))
+
+    @operation
+    def path(self, *, last: int | None = None) -> Program[list[Turn]]:
+        """The turns from the root (or the newest `last`) to this handle's head."""
+        if self.head is None:
+            return []
+        load = StoreBase.load_path.program(self.store, self.session_id, self.head, last=last)
+        return (yield from load)
+
+    @operation
+    def load_graph(self) -> Program[SessionGraph]:
+        """The session's whole DAG, loaded now (its `leaf` is the store's head)."""
+        return (yield from StoreBase.load_session.program(self.store, self.session_id))
