@@ -71,7 +71,9 @@ if TYPE_CHECKING:
     from memstore.store.exports import ExportedFile, ExportFormat, ExportReport, RefusedExport
     from memstore.store.names import include_object
     from memstore.store.plans import (
+        SessionPage,
         StoreStats,
+        UsageTotals,
     )
     from memstore.store.readonly import (
         QueryResult,
@@ -125,6 +127,7 @@ if TYPE_CHECKING:
         parse_turn,
         validate_session_id,
     )
+    from memstore.usage import NodeUsage
 
 __version__ = "0.1.0"
 
@@ -153,10 +156,11 @@ _EXPORTED_FROM: dict[str, tuple[str, ...]] = {
     ),
     "memstore.store.exports": ("ExportFormat", "ExportReport", "ExportedFile", "RefusedExport"),
     "memstore.store.names": ("include_object",),
-    "memstore.store.plans": ("StoreStats",),
+    "memstore.store.plans": ("SessionPage", "StoreStats", "UsageTotals"),
     "memstore.store.readonly": ("QueryResult",),
     "memstore.store.search": ("SearchHit",),
     "memstore.store.transfer": ("ImportReport",),
+    "memstore.usage": ("NodeUsage",),
     "memstore.types": (
         "AgentConfig",
         "Block",
@@ -265,6 +269,7 @@ __all__ = [
     "ModelCard",
     "ModelInvoker",
     "NodeConflictError",
+    "NodeUsage",
     "OutputFileError",
     "PendingTool",
     "QueryError",
@@ -284,6 +289,7 @@ __all__ = [
     "SessionImportingError",
     "SessionInfo",
     "SessionNode",
+    "SessionPage",
     "SessionStore",
     "SettledEvent",
     "SnapshotAccumulator",
@@ -313,6 +319,7 @@ __all__ = [
     "UnknownNodeError",
     "UnknownSessionError",
     "Usage",
+    "UsageTotals",
     "__version__",
     "compact",
     "estimate_context_tokens",

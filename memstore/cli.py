@@ -633,26 +633,93 @@ def _print_exported(item: ExportedFile) -> None:
     )
 
 
+class SessionOrderChoice(enum.StrEnum):
+    """How `memstore sessions` orders sessions."""
+
+    updated = "updated"
+    id = "id"
+
+
+def _time_option(value: str | None, name: str) -> int | None:
+    """A time given on the command line: epoch milliseconds, or an ISO date or time (UTC
+    unless it names its zone)."""
+    from datetime import UTC, datetime
+
+    if value is None:
+        return None
+    if value.lstrip("-").isdigit():
+        return int(value)
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise InvalidArgumentError(
+            f"{name} is epoch milliseconds or an ISO date or time (2026-12-01, "
+            f"2026-12-01T10:00+01:00), not {value!r}"
+        ) from None
+    return int((moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp() * 1000)
+
+
 @app.command("sessions")
 @friendly_errors
 def list_sessions(
     ctx: typer.Context,
     tag: Annotated[str | None, typer.Option(help="Only sessions with this tag.")] = None,
     limit: Annotated[int | None, typer.Option(min=0, help="At most this many.")] = None,
+    page_size: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="List a page of this many and say how to get the next (--json: an object with "
+            "`sessions` and `nextCursor`).",
+        ),
+    ] = None,
+    cursor: Annotated[
+        str | None,
+        typer.Option(
+            help="Continue after this cursor (a page's nextCursor); pages of 100 by default."
+        ),
+    ] = None,
+    updated_before: Annotated[
+        str | None,
+        typer.Option(help="Only sessions updated before this (epoch ms, or ISO date/time, UTC)."),
+    ] = None,
+    updated_after: Annotated[
+        str | None, typer.Option(help="Only sessions updated after this.")
+    ] = None,
+    order: Annotated[
+        SessionOrderChoice,
+        typer.Option(help="updated: newest first; id: by id (pages list each session once)."),
+    ] = SessionOrderChoice.updated,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """List sessions, most recently updated first.
+    """List sessions, most recently updated first, with their usage totals in `--json`.
 
     On a narrow terminal the branch count, then the agent, are left out so ids and times stay
-    whole; `--json` has every field.
+    whole; `--json` has every field. With `--page-size` or `--cursor` it lists one page and
+    prints the command for the next (keyset paging: as fast at any depth).
     """
     from memstore.terminal import data_table, format_time
 
+    paged = page_size is not None or cursor is not None
+    if paged and limit is not None:
+        raise InvalidArgumentError("--limit lists the first sessions; page with --page-size alone")
+    window: dict[str, Any] = {
+        "tag": tag,
+        "updated_before": _time_option(updated_before, "--updated-before"),
+        "updated_after": _time_option(updated_after, "--updated-after"),
+        "order": order.value,
+    }
+    next_cursor = None
     with open_store(ctx, read_only=True) as store:
-        infos = store.sessions(tag=tag, limit=limit)
+        if paged:
+            page = store.session_page(limit=page_size or 100, cursor=cursor, **window)
+            infos, next_cursor = page.sessions, page.next_cursor
+        else:
+            infos = store.sessions(limit=limit, **window)
         short = {} if as_json else _short_ids(store, [(info.id, info.head) for info in infos])
     if as_json:
-        emit_json([_session_json(info) for info in infos])
+        listed = [_session_json(info) for info in infos]
+        emit_json({"sessions": listed, "nextCursor": next_cursor} if paged else listed)
         return
     rows = [
         (
@@ -673,6 +740,8 @@ def list_sessions(
         headers, rows, copyable=copyable, width=out.width, spare=spare, one_line=("title",)
     )
     out.print(table)
+    if next_cursor is not None:
+        err.print(f"next page: --cursor {next_cursor}", soft_wrap=True, highlight=False)
 
 
 def _session_json(info: SessionInfo) -> dict[str, Any]:
@@ -687,6 +756,11 @@ def _session_json(info: SessionInfo) -> dict[str, Any]:
         "title": info.title,
         "tags": list(info.tags),
         "metadata": dict(info.metadata),
+        "inputTokens": info.input_tokens,
+        "outputTokens": info.output_tokens,
+        "cacheReadTokens": info.cache_read_tokens,
+        "cacheWriteTokens": info.cache_write_tokens,
+        "costUsd": info.cost_usd,
     }
 
 
@@ -908,15 +982,50 @@ def sql(
         err.print(f"(only the first {limit} rows; pass --limit to see more)")
 
 
+class UsageGroupingChoice(enum.StrEnum):
+    """How `memstore stats --by` groups usage."""
+
+    session = "session"
+    model = "model"
+    day = "day"
+
+
 @app.command()
 @friendly_errors
 def stats(
     ctx: typer.Context,
+    by: Annotated[
+        UsageGroupingChoice | None,
+        typer.Option(help="Instead: tokens and cost (node_usage) by session, model or day (UTC)."),
+    ] = None,
+    limit: Annotated[int | None, typer.Option(min=0, help="With --by: at most this many.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Totals over the store: sessions, nodes, tool calls, failures, most used tools."""
+    """Totals over the store: sessions, nodes, tool calls, failures, most used tools; or, with
+    `--by`, what the model calls cost, the most expensive first."""
     from memstore.terminal import data_table
 
+    if by is not None:
+        with open_store(ctx, read_only=True) as store:
+            groups = store.usage_stats(by.value, limit=limit)
+        if as_json:
+            emit_json([json_record(group) for group in groups])
+            return
+        headers = (by.value, "nodes", "input", "output", "cache read", "cache write", "USD")
+        usage_rows = [
+            (
+                "" if group.key is None else group.key,
+                str(group.nodes),
+                str(group.input_tokens),
+                str(group.output_tokens),
+                str(group.cache_read_tokens),
+                str(group.cache_write_tokens),
+                f"{group.cost_usd:.4f}",
+            )
+            for group in groups
+        ]
+        out.print(data_table(headers, usage_rows, copyable=(True,) * 7, width=out.width))
+        return
     with open_store(ctx, read_only=True) as store:
         totals = store.stats()
     if as_json:

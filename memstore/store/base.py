@@ -17,9 +17,11 @@ from sqlalchemy import Engine
 from memstore.graph import SessionGraph
 from memstore.store import compaction, importing, plans, search, short_ids
 from memstore.store.exchange import Exchange
+from memstore.store.listing import Listing
 from memstore.store.migrate import current_revision, downgrade, upgrade
 from memstore.store.operation import Await, OnEngine, Program, operation
-from memstore.store.plans import UNSET, SessionInfo, StoreStats, Unset
+from memstore.store.plans import UNSET, Unset
+from memstore.store.plans.appends import UsageLike, UsagesLike
 from memstore.store.readonly import (
     DEFAULT_MEMORY_MB,
     DEFAULT_QUERY_SECONDS,
@@ -47,9 +49,9 @@ def _revision(engine: Engine) -> str | None:
         return current_revision(connection)
 
 
-class StoreBase(Exchange):
-    """Every store operation (the session DAGs here, files in and out in `Exchange`), without
-    I/O; see the module docstring."""
+class StoreBase(Listing, Exchange):
+    """Every store operation (the session DAGs here, files in and out in `Exchange`, listings
+    and totals in `Listing`), without I/O; see the module docstring."""
 
     @operation
     def clean_abandoned_imports(self, *, force: Collection[str] = ()) -> Program[list[str]]:
@@ -126,20 +128,22 @@ class StoreBase(Exchange):
         expected_head: str | Unset | None = UNSET,
         created_at: int | None = None,
         parent: str | Unset = UNSET,
+        usage: UsageLike | None = None,
     ) -> Program[SessionNode]:
         """Append `turn` at the session's head, whatever other writers do meanwhile.
 
         The head is read inside the writing transaction, whose first statement locks the session
         against other writers, so concurrent appends to one session make one linear chain with
         no retry and no fork. The node's id is its content address (parent, turn, created_at).
-        `expected_head`, `created_at` and `parent` work as in `append_many`.
+        `expected_head`, `created_at`, `parent` and `usage` work as in `append_many`.
 
         Raises:
             HeadMovedError: `expected_head` was given and the head is elsewhere.
             InvalidTurnError: `turn` breaks the contract; nothing was written.
+            InvalidArgumentError: `usage` is malformed (naming the field); nothing was written.
         """
         plan = plans.append_turns(
-            self.dialect, session_id, [turn], expected_head, created_at, parent
+            self.dialect, session_id, [turn], expected_head, created_at, parent, usage
         )
         (node,) = yield from self._write(plan, f"appending to session {session_id!r}")
         return node
@@ -153,6 +157,7 @@ class StoreBase(Exchange):
         expected_head: str | Unset | None = UNSET,
         created_at: int | None = None,
         parent: str | Unset = UNSET,
+        usage: UsagesLike = None,
     ) -> Program[list[SessionNode]]:
         """Append `turns` at the session's head as one chain, in one transaction: all or nothing.
 
@@ -174,15 +179,21 @@ class StoreBase(Exchange):
             created_at: every new node's time, epoch ms.
             parent: chain from this node instead of the head (a fork); the head still moves
                 to the new chain's end.
+            usage: what the model call(s) cost (`NodeUsage` or a mapping of its fields):
+                one, recorded against the last turn, or a list with one entry (or None) per
+                turn. Stored in `node_usage` beside the node, never in the turn: ids are the
+                same with or without it; the JSONL export carries it on a line of its own.
 
         Raises:
             HeadMovedError: `expected_head` was given, the head is elsewhere, and the call is no
                 repeat.
             InvalidTurnError: a turn breaks the contract; nothing was written.
             UnknownNodeError: the session has no node `parent`; nothing was written.
+            InvalidArgumentError: `usage` is malformed (naming the field) or its list's length
+                is not the turns'; nothing was written.
         """
         plan = plans.append_turns(
-            self.dialect, session_id, turns, expected_head, created_at, parent
+            self.dialect, session_id, turns, expected_head, created_at, parent, usage
         )
         return (yield from self._write(plan, f"appending to session {session_id!r}"))
 
@@ -245,26 +256,6 @@ class StoreBase(Exchange):
         to its id. Ids the session does not hold are left out."""
         plan = short_ids.short_node_ids(session_id, node_ids)
         return (yield from self._read(plan, "shortening node ids"))
-
-    @operation
-    def sessions(
-        self,
-        *,
-        tag: str | None = None,
-        title_contains: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        limit: int | None = None,
-    ) -> Program[list[SessionInfo]]:
-        """Sessions with their metadata, most recently updated first, optionally filtered."""
-        plan = plans.list_sessions(
-            tag=tag, title_contains=title_contains, metadata=metadata, limit=limit
-        )
-        return (yield from self._read(plan, "listing sessions"))
-
-    @operation
-    def session_info(self, session_id: str) -> Program[SessionInfo]:
-        """One session's metadata. Raises UnknownSessionError when it does not exist."""
-        return (yield from self._read(plans.session_info(session_id), "reading a session"))
 
     @operation
     def update_session(
@@ -338,11 +329,6 @@ class StoreBase(Exchange):
             branch = compaction.append_branch(self.dialect, session_id, draft.nodes, head)
             yield from self._write(branch, f"compacting session {session_id!r}")
         return draft.result
-
-    @operation
-    def stats(self, *, top: int = 10) -> Program[StoreStats]:
-        """Totals over the whole store: sessions, nodes, records, tool calls, top tools."""
-        return (yield from self._read(plans.store_stats(top), "reading statistics"))
 
     @operation
     def index_search_backlog(self) -> Program[int]:

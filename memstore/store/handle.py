@@ -8,6 +8,7 @@ from memstore.graph import SessionGraph
 from memstore.store.base import StoreBase
 from memstore.store.operation import Program, operation
 from memstore.store.plans import UNSET, Unset
+from memstore.store.plans.appends import UsageLike, UsagesLike
 from memstore.types import SessionNode, Turn, TurnLike
 
 __all__ = ["HandleBase"]
@@ -72,30 +73,40 @@ class HandleBase:
 
     @operation
     def append(
-        self, turn: TurnLike, *, expected_head: str | Unset | None = UNSET
+        self,
+        turn: TurnLike,
+        *,
+        expected_head: str | Unset | None = UNSET,
+        usage: UsageLike | None = None,
     ) -> Program[SessionNode]:
-        """Append `turn` at the store's head (or after `branch_from`'s node) and persist it.
+        """Append `turn` at the store's head (or after `branch_from`'s node) and persist it,
+        with what its model call cost (`usage`, see `SessionStore.append_many`).
 
         Raises:
             HeadMovedError: `expected_head` was given and the head is elsewhere.
         """
         (node,) = yield from HandleBase.append_many.program(
-            self, [turn], expected_head=expected_head
+            self, [turn], expected_head=expected_head, usage=usage
         )
         return node
 
     @operation
     def append_many(
-        self, turns: Iterable[TurnLike], *, expected_head: str | Unset | None = UNSET
+        self,
+        turns: Iterable[TurnLike],
+        *,
+        expected_head: str | Unset | None = UNSET,
+        usage: UsagesLike = None,
     ) -> Program[list[SessionNode]]:
-        """Append `turns` as one chain (see `SessionStore.append_many`), at the store's head or
-        after `branch_from`'s node."""
+        """Append `turns` as one chain (see `SessionStore.append_many`, and its `usage`), at
+        the store's head or after `branch_from`'s node."""
         nodes = yield from StoreBase.append_many.program(
             self.store,
             self.session_id,
             turns,
             expected_head=expected_head,
             parent=self._fork_parent(),
+            usage=usage,
         )
         return self._moved_to(nodes)
 

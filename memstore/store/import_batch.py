@@ -19,8 +19,10 @@ from sqlalchemy import case, literal
 from memstore.errors import MemstoreError
 from memstore.jsonl import Record
 from memstore.store.plans import INSERT_RECORDS, Plan, insert_rows
+from memstore.store.plans.appends import upsert_usage
 from memstore.store.rows import stored_rows
 from memstore.store.tables import sessions
+from memstore.usage import NodeUsage
 
 __all__ = ["BATCH_ROWS", "FileImport", "FileProgress", "ImportBatch", "ImportReport", "Progress"]
 
@@ -80,6 +82,7 @@ class ImportBatch:
         self.nodes: list[dict[str, Any]] = []
         self.blocks: list[Iterable[dict[str, Any]]] = []  # each node's rows, built as inserted
         self.records: list[dict[str, Any]] = []
+        self.usage: list[dict[str, Any]] = []  # `node_usage` rows, from usage lines
         self.node_ids: set[str] = set()
         self.earliest: int | None = None  # the times of every node added, across flushes
         self.latest: int | None = None
@@ -126,6 +129,10 @@ class ImportBatch:
         self.earliest = time if self.earliest is None else min(self.earliest, time)
         self.latest = time if self.latest is None else max(self.latest, time)
 
+    def add_usage(self, node_id: str, usage: NodeUsage) -> None:
+        """Queue the usage a usage line gives a node (of the session, or of this batch)."""
+        self.usage.append({"session_id": self.session_id, "node_id": node_id, **usage.row()})
+
     def session_times(self) -> dict[str, Any]:
         """The session row's new times, from the nodes added rather than the clock: created at
         the earliest (unless the row is older: it held turns before), updated at the latest."""
@@ -144,4 +151,7 @@ class ImportBatch:
         if self.records:
             yield INSERT_RECORDS, self.records
             self.records = []
+        if self.usage:
+            yield from upsert_usage(self.dialect, self.usage)
+            self.usage = []
         self.node_ids = set()

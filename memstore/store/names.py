@@ -29,9 +29,11 @@ TABLES = frozenset({"sessions", "session_tags", "nodes", "node_blocks", "records
 """memstore's tables (`memstore.store.tables` models them; a test checks the two agree)."""
 
 _FILTERED_VIEWS = ("blocks", "turns", "tool_calls", "session_stats", "session_sources")
-VIEWS = frozenset({*_FILTERED_VIEWS, *(f"{view}_all" for view in _FILTERED_VIEWS), "node_search"})
+VIEWS = frozenset(
+    {*_FILTERED_VIEWS, *(f"{view}_all" for view in _FILTERED_VIEWS), "node_search", "usage"}
+)
 """memstore's views, made by the migrations for `memstore sql` and other readers (`<view>_all`:
-the view's rows including sessions still being imported, migration 0018)."""
+the view's rows including sessions still being imported, migration 0018; `usage`, 0021)."""
 
 SEARCH_PREFIX = "nodes_fts"
 """SQLite's full-text tables, their shadow tables and triggers all start with this."""

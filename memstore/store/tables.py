@@ -15,8 +15,10 @@ Alembic revisions in `migrations/` create and evolve these tables; a test checks
   line naming it); `node`, `head` and `other` rows are single lines. `raw` keeps an imported
   line's exact text when it cannot be re-derived from the node (spacing, escapes, key order,
   unknown record types).
-- `node_usage`: what the model call behind an imported node cost (provider, model, tokens,
-  US dollars), one row per node whose source file says so (pi and Claude Code imports).
+- `node_usage`: what the model call behind a node cost (provider, model, tokens, US dollars),
+  one row per node whose source says so: `append(..., usage=)`, compaction's summaries, the
+  framework adapters, and pi and Claude Code imports. The `usage` view (migration 0021) adds
+  each node's time, day and role.
 - `nodes_fts` (SQLite only, made by migration 0002, not modelled here): the FTS5 index of a
   node's search text. The store fills it as it inserts nodes; triggers keep it on delete and
   update. Since migration 0016 it is external-content over the `node_search` view, which derives
@@ -122,6 +124,8 @@ sessions = Table(
     Column("meta", JsonObject, nullable=True),
     Column("importing", Text, nullable=True),
     Index(None, "importing", **_where("importing IS NOT NULL")),
+    # A keyset page of sessions, most recently updated first, seeks it (migration 0021).
+    Index(None, "updated_at", "id"),
 )
 
 session_tags = Table(

@@ -11,14 +11,15 @@ memory stays bounded by the largest line, not the file. The export, the import's
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
 from sqlalchemy import text, update
 
-from memstore.errors import InvalidArgumentError, JsonlError
+from memstore import jsjson
+from memstore.errors import InvalidArgumentError, JsonlError, MemstoreError
 from memstore.jsonl import ReadOutcome, Record, read_records, session_files, verify_node_id
 from memstore.store import import_batch, importing
 from memstore.store.bulk import paused_gc
@@ -41,6 +42,7 @@ from memstore.store.plans import (
 from memstore.store.stored_lines import export_session, match_prefix
 from memstore.store.tables import sessions
 from memstore.types import Migrator, is_storable_text, validate_session_id
+from memstore.usage import USAGE_RECORD, NodeUsage, usage_from_record
 
 __all__ = [
     "FileImport",
@@ -138,12 +140,40 @@ def _in_chunks(
             return
 
 
+_USAGE_START = f'{{"type":"{USAGE_RECORD}"'
+
+
+def _usage_lines(path: Path, chunk: list[Record]) -> dict[int, tuple[str, NodeUsage]]:
+    """The usage lines of `chunk` (see `memstore.usage`), by position: the node and its usage.
+
+    Raises:
+        JsonlError: a usage line that is malformed, naming the file, line and field.
+    """
+    found: dict[int, tuple[str, NodeUsage]] = {}
+    for position, record in enumerate(chunk):
+        raw = record.raw
+        if record.kind == "other" and raw is not None and raw.startswith(_USAGE_START):
+            try:
+                usage = usage_from_record(jsjson.loads(raw))
+            except MemstoreError as exc:
+                raise JsonlError(path, record.line.number, str(exc)) from exc
+            if usage is not None:
+                found[position] = usage
+    return found
+
+
 def _known_ids(
-    dialect: str, session_id: str, chunk: list[Record], batch: ImportBatch
+    dialect: str,
+    session_id: str,
+    chunk: list[Record],
+    batch: ImportBatch,
+    usage_nodes: Iterable[str] = (),
 ) -> Plan[set[str]]:
-    """The ids that `chunk` names (nodes, parents, heads) which the session holds already,
-    stored or waiting in `batch`. Memory stays bounded by the chunk, not the session."""
+    """The ids that `chunk` names (nodes, parents, heads, usage lines' nodes) which the session
+    holds already, stored or waiting in `batch`. Memory stays bounded by the chunk, not the
+    session."""
     named = {record.node_id for record in chunk} | {record.parent for record in chunk}
+    named |= set(usage_nodes)
     wanted = [
         node_id
         for node_id in named
@@ -241,9 +271,20 @@ def _import_records(
     )
     for chunk in _in_chunks(records, chunks.reading_ahead if chunks is not None else None):
         # The ids these lines name that the session holds already.
-        known = yield from _known_ids(dialect, session_id, chunk, batch)
-        for record in chunk:
-            if record.kind == "node":
+        usages = _usage_lines(path, chunk)
+        named = (node for node, _ in usages.values())
+        known = yield from _known_ids(dialect, session_id, chunk, batch, named)
+        for position, record in enumerate(chunk):
+            if position in usages:
+                node, usage = usages[position]
+                if node not in known:
+                    raise JsonlError(
+                        path,
+                        record.line.number,
+                        f"usage names node {node!r}, which no earlier line defines",
+                    )
+                batch.add_usage(node, usage)
+            elif record.kind == "node":
                 yield from _import_node(report, record, known, batch, options)
             elif record.kind == "head":
                 if record.node_id not in known:

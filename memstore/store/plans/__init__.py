@@ -7,6 +7,7 @@ one's result, driven by `SessionStore` on a `Connection` and by `AsyncSessionSto
 - `contract`: what a plan yields and receives (`Plan`, `Step`, `COMMIT`, `UNSET`);
 - `nodes`: node rows decoded, the node ids the store can hold, lookups by id, a session's nodes;
 - `sessions`: `SessionInfo`, listing and filtering sessions, their title, tags and metadata;
+- `paging`: the keyset cursors and time window of a session listing;
 - `appends`: appending turns and nodes, inserting rows, forking a path into a new session;
 - `search_index`: writing SQLite's full-text index and its backlog;
 - `paths`: reading the path from the root to a leaf, or its newest turns;
@@ -27,6 +28,8 @@ from memstore.store.plans.appends import (
     fork_session,
     insert_nodes,
     insert_rows,
+    parse_usages,
+    store_usage,
 )
 from memstore.store.plans.contract import (
     COMMIT,
@@ -54,6 +57,7 @@ from memstore.store.plans.nodes import (
     resolve_node_id,
     stored_ids,
 )
+from memstore.store.plans.paging import SessionOrder, Window, epoch_ms
 from memstore.store.plans.paths import load_path, load_path_nodes
 from memstore.store.plans.search_index import (
     LONG_TEXT,
@@ -64,15 +68,23 @@ from memstore.store.plans.search_index import (
 from memstore.store.plans.sessions import (
     NATIVE_AGENT,
     SessionInfo,
+    SessionPage,
     agent_of,
     delete_session,
     ensure_session,
     list_session_ids,
     list_sessions,
     session_info,
+    session_page,
     update_session,
 )
-from memstore.store.plans.stats import StoreStats, store_stats
+from memstore.store.plans.stats import (
+    StoreStats,
+    UsageGrouping,
+    UsageTotals,
+    store_stats,
+    usage_totals,
+)
 
 __all__ = [
     "BLOCK_ROWS",
@@ -87,10 +99,15 @@ __all__ = [
     "Boundary",
     "Plan",
     "SessionInfo",
+    "SessionOrder",
+    "SessionPage",
     "Step",
     "StepResult",
     "StoreStats",
     "Unset",
+    "UsageGrouping",
+    "UsageTotals",
+    "Window",
     "agent_of",
     "append_node",
     "append_records",
@@ -100,6 +117,7 @@ __all__ = [
     "chain_nodes",
     "delete_session",
     "ensure_session",
+    "epoch_ms",
     "fork_session",
     "head",
     "index_backlog",
@@ -117,10 +135,14 @@ __all__ = [
     "node_rows",
     "nodes_from_rows",
     "now_ms",
+    "parse_usages",
     "refuse_bad_node_ids",
     "resolve_node_id",
     "session_info",
+    "session_page",
     "store_stats",
+    "store_usage",
     "stored_ids",
     "update_session",
+    "usage_totals",
 ]

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import bindparam, insert, update
+from sqlalchemy.dialects import postgresql, sqlite
 
 from memstore import jsjson
 from memstore.errors import (
@@ -33,7 +34,7 @@ from memstore.store.plans.search_index import index_new_nodes
 from memstore.store.plans.sessions import ensure_session, refuse_taken_id
 from memstore.store.prepared import Prepared
 from memstore.store.rows import stored_rows
-from memstore.store.tables import node_blocks, nodes, records, sessions
+from memstore.store.tables import node_blocks, node_usage, nodes, records, sessions
 from memstore.types import (
     MAX_CREATED_AT,
     MIN_CREATED_AT,
@@ -43,6 +44,7 @@ from memstore.types import (
     parse_turn,
     validate_session_id,
 )
+from memstore.usage import NodeUsage, parse_usage, usage_record
 
 __all__ = [
     "BLOCK_ROWS",
@@ -54,7 +56,14 @@ __all__ = [
     "fork_session",
     "insert_nodes",
     "insert_rows",
+    "parse_usages",
+    "store_usage",
+    "upsert_usage",
 ]
+
+UsageLike = NodeUsage | Mapping[str, Any]
+UsagesLike = UsageLike | Sequence[UsageLike | None] | None
+"""What `append` and `append_many` take as `usage=`: one (the last turn's), or one per turn."""
 
 # Inserts of whole rows (every column but the generated key), one row per parameter dict.
 INSERT_NODES = Prepared.insert(nodes, [c.name for c in nodes.columns if c.name != "pk"])
@@ -69,14 +78,70 @@ _MOVE_HEAD = Prepared(
 )
 
 
-def append_records(session_id: str, chain: Sequence[SessionNode]) -> Step:
+def append_records(
+    session_id: str,
+    chain: Sequence[SessionNode],
+    usages: Sequence[NodeUsage | None] = (),
+) -> Step:
     """The insert of `chain`'s log records: one `append` per node (a node line and a head line
-    of its JSONL file), what appending the nodes one by one writes."""
-    logged = [
-        {"session_id": session_id, "kind": "append", "node_id": node.id, "raw": None}
-        for node in chain
-    ]
+    of its JSONL file), what appending the nodes one by one writes, each followed by its usage
+    line if `usages` gives one (see `memstore.usage`)."""
+    logged = []
+    for node, usage in itertools.zip_longest(chain, usages[: len(chain)]):
+        logged.append({"session_id": session_id, "kind": "append", "node_id": node.id, "raw": None})
+        if usage is not None:
+            raw = usage_record(node.id, usage) + "\n"
+            logged.append({"session_id": session_id, "kind": "other", "node_id": None, "raw": raw})
     return INSERT_RECORDS, logged[0] if len(logged) == 1 else logged
+
+
+def parse_usages(usage: UsagesLike, count: int) -> list[NodeUsage | None]:
+    """`usage=` as one entry per turn: a single usage is the last turn's (the model call that
+    produced the batch), a sequence must have one entry (or None) per turn.
+
+    Raises:
+        InvalidArgumentError: a sequence of another length, or a malformed usage.
+    """
+    if usage is None:
+        return []
+    if isinstance(usage, NodeUsage | Mapping):
+        return [None] * (count - 1) + [parse_usage(usage)] if count else []
+    if isinstance(usage, str | bytes) or not isinstance(usage, Sequence):
+        raise InvalidArgumentError(
+            f"usage is a NodeUsage, a mapping, or a list of them, not {type(usage).__name__}"
+        )
+    if len(usage) != count:
+        raise InvalidArgumentError(
+            f"usage lists one entry per turn: {len(usage)} for {count} turn(s)"
+        )
+    return [None if item is None else parse_usage(item) for item in usage]
+
+
+_UPSERT_USAGE = {
+    name: module.insert(node_usage)
+    for name, module in (("postgresql", postgresql), ("sqlite", sqlite))
+}
+
+
+def store_usage(
+    dialect: str, session_id: str, chain: Sequence[SessionNode], usages: Sequence[NodeUsage | None]
+) -> Plan[None]:
+    """Write (or replace) the `node_usage` rows of the chain's nodes that `usages` gives."""
+    rows = [
+        {"session_id": session_id, "node_id": node.id, **usage.row()}
+        for node, usage in zip(chain, usages, strict=False)
+        if usage is not None
+    ]
+    yield from upsert_usage(dialect, rows)
+
+
+def upsert_usage(dialect: str, rows: Sequence[Mapping[str, Any]]) -> Plan[None]:
+    """Insert `node_usage` rows, replacing a node's earlier usage."""
+    if rows:
+        upsert = _UPSERT_USAGE["postgresql" if dialect == "postgresql" else "sqlite"]
+        columns = {name: upsert.excluded[name] for name in NodeUsage.__dataclass_fields__}
+        keys = [node_usage.c.session_id, node_usage.c.node_id]
+        yield upsert.on_conflict_do_update(index_elements=keys, set_=columns), list(rows)
 
 
 def append_node(
@@ -112,6 +177,7 @@ def append_turns(
     expected_head: str | Unset | None = UNSET,
     created_at: int | None = None,
     parent: str | Unset = UNSET,
+    usage: UsagesLike = None,
 ) -> Plan[list[SessionNode]]:
     """Chain `turns` onto the head as it is inside this transaction (or onto `parent`: a fork)
     and move the head to the last, writing one `append` record per turn (what appending them
@@ -129,7 +195,8 @@ def append_turns(
     if created_at is not None and type(created_at) is not int:
         raise InvalidArgumentError(f"created_at is epoch milliseconds (an int), not {created_at!r}")
     refuse_bad_node_ids(session_id, expected_head, parent)
-    return _append_turns(dialect, session_id, parsed, expected_head, created_at, parent)
+    usages = parse_usages(usage, len(parsed))
+    return _append_turns(dialect, session_id, parsed, expected_head, created_at, parent, usages)
 
 
 def _append_turns(
@@ -139,6 +206,7 @@ def _append_turns(
     expected_head: str | Unset | None,
     created_at: int | None,
     parent: str | Unset,
+    usages: Sequence[NodeUsage | None] = (),
 ) -> Plan[list[SessionNode]]:
     if not turns:
         return []
@@ -152,7 +220,7 @@ def _append_turns(
             return landed
         raise HeadMovedError(session_id, expected_head, head)
     chain = chain_nodes(head if isinstance(parent, Unset) else parent, turns, stamp)
-    yield from _store_chain(dialect, session_id, chain, now)
+    yield from _store_chain(dialect, session_id, chain, now, usages)
     return chain
 
 
@@ -167,9 +235,14 @@ def _holds_chain(dialect: str, session_id: str, chain: Sequence[SessionNode]) ->
 
 
 def _store_chain(
-    dialect: str, session_id: str, chain: Sequence[SessionNode], now: int
+    dialect: str,
+    session_id: str,
+    chain: Sequence[SessionNode],
+    now: int,
+    usages: Sequence[NodeUsage | None] = (),
 ) -> Plan[None]:
-    """Insert the chain's new nodes, log one append per node and move the head to the last."""
+    """Insert the chain's new nodes, log one append per node (and its usage line), store the
+    usage and move the head to the last."""
     parent = chain[0].parent
     wanted = [node.id for node in chain] + ([parent] if parent is not None else [])
     found = yield from stored_node_rows(dialect, session_id, wanted)
@@ -183,7 +256,9 @@ def _store_chain(
             new.append(node)
     if new:
         yield from insert_nodes(dialect, session_id, new)
-    yield append_records(session_id, chain)
+    yield append_records(session_id, chain, usages)
+    if usages:
+        yield from store_usage(dialect, session_id, chain, usages)
     yield _MOVE_HEAD, {"session_id": session_id, "new_head": chain[-1].id, "now": now}
 
 

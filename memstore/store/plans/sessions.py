@@ -31,13 +31,15 @@ from memstore.errors import InvalidArgumentError, SessionExistsError, UnknownSes
 from memstore.store.owners import refuse_if_importing
 from memstore.store.plans.contract import UNSET, Plan, Unset, now_ms
 from memstore.store.plans.nodes import lookup_id
+from memstore.store.plans.paging import Window
 from memstore.store.prepared import Prepared
-from memstore.store.tables import NOT_IMPORTING, nodes, session_tags, sessions
+from memstore.store.tables import NOT_IMPORTING, node_usage, nodes, session_tags, sessions
 from memstore.types import validate_session_id
 
 __all__ = [
     "NATIVE_AGENT",
     "SessionInfo",
+    "SessionPage",
     "agent_of",
     "delete_session",
     "ensure_session",
@@ -72,11 +74,35 @@ class SessionInfo:
     title: str | None = None
     tags: tuple[str, ...] = ()
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    input_tokens: int = 0
+    """The session's usage totals over `node_usage` (0 where no node says)."""
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float = 0.0
 
     @property
     def agent(self) -> str:
         """Which agent wrote the session (`memstore`, `pi` or `claude-code`)."""
         return agent_of(self.metadata)
+
+
+@dataclass(frozen=True)
+class SessionPage:
+    """One page of `session_page`: its sessions, and the cursor of the next page (None after
+    the last)."""
+
+    sessions: list[SessionInfo]
+    next_cursor: str | None
+
+
+_TOTALS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "cost_usd",
+)
 
 
 # Creates the session row if missing and returns its head, locking the row against other writers
@@ -194,8 +220,10 @@ def list_sessions(
     metadata: Mapping[str, Any] | None = None,
     limit: int | None = None,
     session_id: str | None = None,
+    window: Window | None = None,
 ) -> Plan[list[SessionInfo]]:
-    """Sessions, most recently updated first, filtered by tag, title and metadata values.
+    """Sessions, most recently updated first (or as `window` orders them, from its cursor,
+    within its times), filtered by tag, title and metadata values.
 
     Raises:
         InvalidArgumentError: `limit` is no whole number >= 0, or `metadata` is no mapping of
@@ -207,7 +235,7 @@ def list_sessions(
         raise InvalidArgumentError(f"a metadata filter is a mapping, not {metadata!r}")
     count = select(func.count()).where(nodes.c.session_id == sessions.c.id).scalar_subquery()
     query = select(sessions, count.label("node_count"), _tip_count().label("branch_count"))
-    query = query.where(NOT_IMPORTING).order_by(sessions.c.updated_at.desc(), sessions.c.id)
+    query = (window or Window()).apply(query.where(NOT_IMPORTING))
     if session_id is not None:
         query = query.where(sessions.c.id == lookup_id(session_id))
     if tag is not None:
@@ -220,6 +248,15 @@ def list_sessions(
     if limit is not None:
         query = query.limit(limit)
     rows = list((yield query))
+    totals: dict[str, Any] = {}
+    if rows:
+        sums = [func.sum(node_usage.c[name]) for name in _TOTALS]
+        found = yield (
+            select(node_usage.c.session_id, *sums)
+            .where(node_usage.c.session_id.in_([row.id for row in rows]))
+            .group_by(node_usage.c.session_id)
+        )
+        totals = {row[0]: row[1:] for row in found}
     tags: dict[str, list[str]] = {}
     if rows:
         tag_rows = (
@@ -240,9 +277,46 @@ def list_sessions(
             title=row.title,
             tags=tuple(tags.get(row.id, ())),
             metadata=row.meta or {},
+            **_totals(totals.get(row.id)),
         )
         for row in rows
     ]
+
+
+def _totals(sums: Sequence[Any] | None) -> dict[str, Any]:
+    """SessionInfo's usage fields from a session's sums (None: no usage rows)."""
+    if sums is None:
+        return {}
+    values = dict(zip(_TOTALS, sums, strict=True))
+    return {
+        name: (float(value or 0) if name == "cost_usd" else int(value or 0))
+        for name, value in values.items()
+    }
+
+
+def session_page(
+    *,
+    tag: str | None = None,
+    title_contains: str | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    limit: int = 100,
+    window: Window | None = None,
+) -> Plan[SessionPage]:
+    """One page of `list_sessions` and the cursor after it.
+
+    Raises:
+        InvalidArgumentError: `limit` is no whole number >= 1 (and as `list_sessions`).
+    """
+    if type(limit) is not int or limit < 1:
+        raise InvalidArgumentError(f"a page holds a whole number >= 1 of sessions, not {limit!r}")
+    found = yield from list_sessions(
+        tag=tag, title_contains=title_contains, metadata=metadata, limit=limit + 1, window=window
+    )
+    if len(found) <= limit:
+        return SessionPage(found, None)
+    last = found[limit - 1]
+    cursor = (window or Window()).next_cursor(last.updated_at, last.id)
+    return SessionPage(found[:limit], cursor)
 
 
 def session_info(session_id: str) -> Plan[SessionInfo]:

@@ -1,23 +1,26 @@
-"""Totals over the whole store (`memstore stats`): sessions, nodes, records and tool calls."""
+"""Totals over the whole store (`memstore stats`): sessions, nodes, records and tool calls; and
+what the model calls cost, by session, model or day (`memstore stats --by`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
-from sqlalchemy import ColumnElement, Table, func, select
+from sqlalchemy import ColumnElement, Table, func, literal_column, select
 
+from memstore.errors import InvalidArgumentError
 from memstore.store.plans.contract import Plan
 from memstore.store.tables import (
     NOT_IMPORTING,
     node_blocks,
+    node_usage,
     nodes,
     of_visible_session,
     records,
     sessions,
 )
 
-__all__ = ["StoreStats", "store_stats"]
+__all__ = ["StoreStats", "UsageGrouping", "UsageTotals", "store_stats", "usage_totals"]
 
 
 @dataclass(frozen=True)
@@ -70,3 +73,75 @@ def store_stats(top: int = 10) -> Plan[StoreStats]:
         failed_tool_calls=failed_count,
         top_tools=tuple((row.tool_name or "", row.calls) for row in tools),
     )
+
+
+UsageGrouping = Literal["session", "model", "day"]
+_DAY = {
+    "sqlite": "date({created} / 1000, 'unixepoch')",
+    "postgresql": "to_char(to_timestamp({created} / 1000.0) AT TIME ZONE 'UTC', 'YYYY-MM-DD')",
+}
+
+
+@dataclass(frozen=True)
+class UsageTotals:
+    """What the model calls of one group (a session, a model or a day, UTC) cost: the nodes
+    with usage, their tokens and US dollars."""
+
+    key: str | None
+    nodes: int
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    cost_usd: float
+
+
+def usage_totals(dialect: str, by: str, limit: int | None = None) -> Plan[list[UsageTotals]]:
+    """`node_usage` summed by session, model or day (UTC), the most expensive first (then by
+    tokens and key).
+
+    Raises:
+        InvalidArgumentError: `by` is none of "session", "model", "day", or a bad `limit`.
+    """
+    if by not in ("session", "model", "day"):
+        raise InvalidArgumentError(f"usage is totalled by session, model or day, not {by!r}")
+    if limit is not None and (type(limit) is not int or limit < 0):
+        raise InvalidArgumentError(f"a limit is a whole number >= 0, not {limit!r}")
+    if by == "day":
+        created = f"{nodes.name}.{nodes.c.created_at.name}"
+        day = _DAY["postgresql" if dialect == "postgresql" else "sqlite"].format(created=created)
+        key: Any = literal_column(day)
+    else:
+        key = node_usage.c.session_id if by == "session" else node_usage.c.model
+    sums = [func.coalesce(func.sum(node_usage.c[name]), 0) for name in _SUMMED]
+    cost = sums[-1]
+    query = (
+        select(key.label("key"), func.count().label("nodes"), *sums)
+        .select_from(node_usage)
+        .where(of_visible_session(node_usage.c.session_id))
+        .group_by(key)
+        .order_by(cost.desc(), (sums[0] + sums[1]).desc(), key)
+    )
+    if by == "day":
+        query = query.join(
+            nodes,
+            (nodes.c.session_id == node_usage.c.session_id) & (nodes.c.id == node_usage.c.node_id),
+        )
+    if limit is not None:
+        query = query.limit(limit)
+    rows = yield query
+    return [
+        UsageTotals(
+            key=row[0],
+            nodes=int(row[1]),
+            input_tokens=int(row[2]),
+            output_tokens=int(row[3]),
+            cache_read_tokens=int(row[4]),
+            cache_write_tokens=int(row[5]),
+            cost_usd=float(row[6]),
+        )
+        for row in rows
+    ]
+
+
+_SUMMED = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost_usd")

@@ -1,0 +1,129 @@
+"""What a model call cost, stored beside the node it produced (the `node_usage` table).
+
+Usage is never part of a turn: a node's id and its JSONL lines are the same with or without it.
+A native session's usage travels in its JSONL export as a line of its own,
+`{"type":"usage","node":"<id>","usage":{...}}`, which readers of the legacy format skip (they
+ignore unknown record types) and an import into memstore reads back into `node_usage`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+from memstore import jsjson
+from memstore.errors import InvalidArgumentError
+
+__all__ = ["USAGE_RECORD", "NodeUsage", "parse_usage", "usage_from_record", "usage_record"]
+
+USAGE_RECORD = "usage"
+"""The `type` of the JSONL line that carries a node's usage."""
+
+_TOKENS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+_TEXTS = ("model", "provider")
+_WIRE = {
+    "input_tokens": "inputTokens",
+    "output_tokens": "outputTokens",
+    "cache_read_tokens": "cacheReadTokens",
+    "cache_write_tokens": "cacheWriteTokens",
+    "cost_usd": "costUsd",
+    "model": "model",
+    "provider": "provider",
+}
+_FROM_WIRE = {wire: name for name, wire in _WIRE.items()}
+
+
+@dataclass(frozen=True)
+class NodeUsage:
+    """What the model call behind a node consumed: tokens (input, output, cache reads and
+    writes), its cost in US dollars, and the model and provider. Every field is optional."""
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    cost_usd: float | None = None
+    model: str | None = None
+    provider: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in _TOKENS:
+            value = getattr(self, name)
+            if value is not None and (type(value) is not int or not 0 <= value < 2**63):
+                raise InvalidArgumentError(
+                    f"usage field {name!r} is a whole number of tokens >= 0, not {value!r}"
+                )
+        cost = self.cost_usd
+        if cost is not None and (
+            isinstance(cost, bool)
+            or not isinstance(cost, int | float)
+            or not math.isfinite(cost)
+            or cost < 0
+        ):
+            raise InvalidArgumentError(
+                f"usage field 'cost_usd' is a finite number >= 0, not {cost!r}"
+            )
+        for name in _TEXTS:
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise InvalidArgumentError(f"usage field {name!r} is a string, not {value!r}")
+
+    def row(self) -> dict[str, Any]:
+        """The `node_usage` columns (but the session and node)."""
+        values = {field.name: getattr(self, field.name) for field in fields(self)}
+        if values["cost_usd"] is not None:
+            values["cost_usd"] = float(values["cost_usd"])
+        return values
+
+    def wire(self) -> dict[str, Any]:
+        """The camelCase object of a usage line, without the fields that are None."""
+        return {
+            _WIRE[field.name]: value
+            for field in fields(self)
+            if (value := getattr(self, field.name)) is not None
+        }
+
+
+def parse_usage(value: NodeUsage | Mapping[str, Any]) -> NodeUsage:
+    """A `NodeUsage` from itself or a mapping of its fields (snake_case, or the camelCase of a
+    usage line).
+
+    Raises:
+        InvalidArgumentError: not a mapping, an unknown field, or a value of the wrong type,
+            naming the field.
+    """
+    if isinstance(value, NodeUsage):
+        return value
+    if not isinstance(value, Mapping):
+        raise InvalidArgumentError(
+            f"usage is a NodeUsage or a mapping of its fields, not {type(value).__name__}"
+        )
+    known: dict[str, Any] = {}
+    for key, item in value.items():
+        name = key if key in _WIRE else _FROM_WIRE.get(key)
+        if name is None:
+            raise InvalidArgumentError(f"usage has no field {key!r} (known: {', '.join(_WIRE)})")
+        known[name] = item
+    return NodeUsage(**known)
+
+
+def usage_record(node_id: str, usage: NodeUsage) -> str:
+    """The JSONL line (without its newline) that carries `usage` for node `node_id`."""
+    return jsjson.dumps({"type": USAGE_RECORD, "node": node_id, "usage": usage.wire()})
+
+
+def usage_from_record(record: Mapping[str, Any]) -> tuple[str, NodeUsage] | None:
+    """The node id and usage a parsed JSONL record carries, or None for a record of another
+    type.
+
+    Raises:
+        InvalidArgumentError: a usage record whose node or fields are malformed.
+    """
+    if record.get("type") != USAGE_RECORD:
+        return None
+    node, usage = record.get("node"), record.get("usage")
+    if not isinstance(node, str) or not isinstance(usage, Mapping):
+        raise InvalidArgumentError("a usage line names its node (a string) and a usage object")
+    return node, parse_usage(usage)

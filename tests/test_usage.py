@@ -1,0 +1,176 @@
+"""Usage and cost per node (issue 30): `append(..., usage=)` stores it beside the node, never in
+the turn; the `usage` view, `SessionInfo` totals and `usage_stats` sum it; a JSONL export carries
+it on a line of its own that an import reads back. SQLite and PostgreSQL, sync and async."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memstore import InvalidArgumentError, JsonlError, NodeUsage
+from memstore.hashing import hash_node
+from memstore.store import SessionStore
+from memstore.types import parse_turn
+
+
+def turn(role: str, text: str) -> dict[str, Any]:
+    return {"role": role, "blocks": [{"kind": "text", "text": text}]}
+
+
+USAGE = NodeUsage(
+    input_tokens=1200,
+    output_tokens=300,
+    cache_read_tokens=1000,
+    cache_write_tokens=50,
+    cost_usd=0.0125,
+    model="gpt-test",
+    provider="openai",
+)
+
+
+def usage_rows(store: SessionStore, session_id: str) -> list[tuple[Any, ...]]:
+    result = store.read_only_query(
+        "SELECT node_id, role, model, provider, input_tokens, output_tokens, cache_read_tokens,"
+        f" cache_write_tokens, cost_usd FROM usage WHERE session_id = '{session_id}'"
+        " ORDER BY created_at, node_id"
+    )
+    return [tuple(row) for row in result.rows]
+
+
+def test_usage_is_stored_beside_the_node_and_leaves_its_id_alone(store: SessionStore) -> None:
+    plain = store.append("plain", turn("assistant", "hello"), created_at=1000)
+    costed = store.append("costed", turn("assistant", "hello"), created_at=1000, usage=USAGE)
+    assert costed.id == plain.id == hash_node(None, parse_turn(turn("assistant", "hello")), 1000)
+    assert store.load_path("costed") == store.load_path("plain")
+    assert usage_rows(store, "plain") == []
+    assert usage_rows(store, "costed") == [
+        (costed.id, "assistant", "gpt-test", "openai", 1200, 300, 1000, 50, 0.0125)
+    ]
+
+
+def test_append_many_takes_one_usage_for_the_last_turn_or_one_per_turn(
+    store: SessionStore,
+) -> None:
+    first = store.append_many(
+        "s", [turn("user", "q"), turn("assistant", "a")], usage={"inputTokens": 7}
+    )
+    assert [row[0] for row in usage_rows(store, "s")] == [first[1].id]
+    second = store.append_many(
+        "s",
+        [turn("user", "q2"), turn("assistant", "a2")],
+        usage=[{"output_tokens": 2}, NodeUsage(output_tokens=5, cost_usd=1)],
+        created_at=5000,
+    )
+    rows = {row[0]: row for row in usage_rows(store, "s")}
+    assert rows[second[0].id][5] == 2 and rows[second[1].id][5] == 5
+    assert len(rows) == 3
+
+
+@pytest.mark.parametrize(
+    ("usage", "named"),
+    [
+        ({"input_tokens": -1}, "input_tokens"),
+        ({"output_tokens": 1.5}, "output_tokens"),
+        ({"cost_usd": float("nan")}, "cost_usd"),
+        ({"cost_usd": True}, "cost_usd"),
+        ({"model": 3}, "model"),
+        ({"tokens": 3}, "tokens"),
+        ([{"input_tokens": 1}], "one entry per turn"),
+        ("lots", "not str"),
+    ],
+)
+def test_malformed_usage_is_refused_naming_the_field_and_writes_nothing(
+    store: SessionStore, usage: Any, named: str
+) -> None:
+    with pytest.raises(InvalidArgumentError, match=named):
+        store.append_many("s", [turn("user", "q"), turn("assistant", "a")], usage=usage)
+    assert store.list_sessions() == []
+
+
+def test_the_view_the_session_totals_and_the_stats_sum_alike(store: SessionStore) -> None:
+    day = 86_400_000
+    store.append("a", turn("assistant", "1"), created_at=0, usage=NodeUsage(1, 2, 3, 4, 0.5, "m1"))
+    store.append("a", turn("assistant", "2"), created_at=day, usage=NodeUsage(10, 20, cost_usd=1))
+    store.append("b", turn("assistant", "3"), created_at=day, usage={"inputTokens": 100})
+    store.append("b", turn("user", "no usage"), created_at=day)
+    totals = store.read_only_query(
+        "SELECT session_id, sum(input_tokens), sum(output_tokens), sum(cost_usd) FROM usage"
+        " GROUP BY session_id ORDER BY session_id"
+    ).rows
+    assert [tuple(row) for row in totals] == [("a", 11, 22, 1.5), ("b", 100, None, None)]
+    info = {item.id: item for item in store.sessions()}
+    assert (info["a"].input_tokens, info["a"].output_tokens) == (11, 22)
+    assert (info["a"].cache_read_tokens, info["a"].cache_write_tokens, info["a"].cost_usd) == (
+        3,
+        4,
+        1.5,
+    )
+    assert (info["b"].input_tokens, info["b"].cost_usd) == (100, 0.0)
+    by_session = store.usage_stats("session")
+    assert [(t.key, t.nodes, t.input_tokens, t.cost_usd) for t in by_session] == [
+        ("a", 2, 11, 1.5),
+        ("b", 1, 100, 0.0),
+    ]
+    by_day = store.usage_stats("day")
+    assert [(t.key, t.nodes, t.input_tokens) for t in by_day] == [
+        ("1970-01-02", 2, 110),
+        ("1970-01-01", 1, 1),
+    ]
+    by_model = store.usage_stats("model", limit=1)
+    assert [(t.key, t.nodes) for t in by_model] == [(None, 2)]
+    with pytest.raises(InvalidArgumentError, match="session, model or day"):
+        store.usage_stats("week")  # type: ignore[arg-type]
+
+
+def test_usage_survives_a_jsonl_export_and_import_and_leaves_the_node_lines_alone(
+    open_store: Any, tmp_path: Path
+) -> None:
+    store: SessionStore = open_store()
+    turns = [turn("user", "q"), turn("assistant", "a"), turn("user", "q2"), turn("assistant", "a2")]
+    store.append_many("plain", turns, created_at=1000)
+    store.append_many("costed", turns, created_at=1000, usage=[None, USAGE, None, {"costUsd": 2}])
+    plain, costed = tmp_path / "plain.jsonl", tmp_path / "costed.jsonl"
+    store.export_jsonl("plain", plain)
+    store.export_jsonl("costed", costed)
+    usage_lines = [line for line in costed.read_bytes().splitlines() if b'"type":"usage"' in line]
+    others = [line for line in costed.read_bytes().splitlines() if b'"type":"usage"' not in line]
+    assert others == plain.read_bytes().splitlines()  # the node and head lines, byte for byte
+    assert len(usage_lines) == 2
+    before = usage_rows(store, "costed")
+    store.delete_session("costed")
+    store.import_jsonl(costed)
+    assert usage_rows(store, "costed") == before
+    again = tmp_path / "again.jsonl"
+    store.export_jsonl("costed", again)
+    assert again.read_bytes() == costed.read_bytes()
+    store.import_jsonl(costed)  # importing the same file again adds nothing
+    assert usage_rows(store, "costed") == before
+    store.import_jsonl(costed, session_id="copy")
+    assert usage_rows(store, "copy") == before
+
+
+def test_a_usage_line_naming_no_earlier_node_is_refused_with_its_line(
+    store: SessionStore, tmp_path: Path
+) -> None:
+    store.append("s", turn("user", "q"), created_at=1000, usage={"input_tokens": 1})
+    path = tmp_path / "s.jsonl"
+    store.export_jsonl("s", path)
+    lines = path.read_text().splitlines(keepends=True)
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text(lines[2].replace('"node":"', '"node":"x') + "".join(lines[:2]))
+    with pytest.raises(JsonlError, match=r"broken.jsonl:1: usage names node .*no earlier line"):
+        store.import_jsonl(broken)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("".join(lines[:2]) + lines[2].replace('"inputTokens":1', '"inputTokens":-1'))
+    with pytest.raises(JsonlError, match=r"bad.jsonl:3: .*input_tokens"):
+        store.import_jsonl(bad)
+    assert {info.id for info in store.sessions()} == {"s"}
+
+
+def test_a_handle_appends_with_usage(store: SessionStore) -> None:
+    handle = store.session("h")
+    node = handle.append(turn("assistant", "x"), usage=NodeUsage(output_tokens=9))
+    nodes = handle.append_many([turn("user", "y"), turn("assistant", "z")], usage=[None, USAGE])
+    assert [row[0] for row in usage_rows(store, "h")] == [node.id, nodes[1].id]
