@@ -49,6 +49,7 @@ __all__ = [
     "render_transcript",
     "request_budget",
     "should_compact",
+    "stream_events",
     "summarize",
 ]
 
@@ -145,7 +146,7 @@ def render_transcript(messages: Iterable[TurnLike]) -> str:
     return "\n\n".join(sections)
 
 
-async def _events(channel: Channel) -> AsyncGenerator[StreamEvent, None]:
+async def stream_events(channel: Channel) -> AsyncGenerator[StreamEvent, None]:
     """The channel's events, validated; the channel is closed however iteration ends."""
     if isinstance(channel, AsyncIterable):
         iterator = aiter(channel)
@@ -180,7 +181,7 @@ def _turn_text(turn: Turn) -> str:
 async def _drain(invoke: ModelInvoker, conversation: Conversation, options: StreamOptions) -> str:
     """The model's reply: the `done` turn's text, or the concatenated text deltas without one."""
     deltas: list[str] = []
-    async with aclosing(_events(invoke(conversation, options))) as events:
+    async with aclosing(stream_events(invoke(conversation, options))) as events:
         async for event in events:
             if isinstance(event, StreamTextDelta):
                 deltas.append(event.delta)

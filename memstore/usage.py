@@ -9,14 +9,24 @@ ignore unknown record types) and an import into memstore reads back into `node_u
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
 from memstore import jsjson
 from memstore.errors import InvalidArgumentError
+from memstore.types import TurnLike
 
-__all__ = ["USAGE_RECORD", "NodeUsage", "parse_usage", "usage_from_record", "usage_record"]
+__all__ = [
+    "USAGE_RECORD",
+    "NodeUsage",
+    "estimate_with_usage",
+    "from_anthropic",
+    "from_openai_agents",
+    "parse_usage",
+    "usage_from_record",
+    "usage_record",
+]
 
 USAGE_RECORD = "usage"
 """The `type` of the JSONL line that carries a node's usage."""
@@ -127,3 +137,83 @@ def usage_from_record(record: Mapping[str, Any]) -> tuple[str, NodeUsage] | None
     if not isinstance(node, str) or not isinstance(usage, Mapping):
         raise InvalidArgumentError("a usage line names its node (a string) and a usage object")
     return node, parse_usage(usage)
+
+
+def estimate_with_usage(turns: Sequence[TurnLike], usages: Sequence[NodeUsage | None]) -> int:
+    """A usage-aware token estimate of `turns` (a path, oldest first; `usages` one entry per
+    turn): the context a provider last reported on the path (its input, cache-read and
+    cache-write tokens, plus its output tokens, or the character rule for that turn when it
+    reported none), then the seed's character rule (`estimate_context_tokens`) for the turns
+    after it. Without any reported input it is the character rule alone.
+
+    `input_tokens` counts the input not read from cache (Anthropic's and pi's convention;
+    the OpenAI Agents adapter subtracts cached tokens), so the three input counts add up.
+    """
+    from memstore.condense import estimate_context_tokens  # condense is the heavier module
+
+    if len(usages) != len(turns):
+        raise InvalidArgumentError(f"one usage per turn: {len(usages)} for {len(turns)} turns")
+    for position in range(len(turns) - 1, -1, -1):
+        usage = usages[position]
+        if usage is None or usage.input_tokens is None:
+            continue
+        reported = (
+            usage.input_tokens + (usage.cache_read_tokens or 0) + (usage.cache_write_tokens or 0)
+        )
+        if usage.output_tokens is not None:
+            reported += usage.output_tokens
+        else:
+            reported += estimate_context_tokens([turns[position]])
+        return reported + estimate_context_tokens(turns[position + 1 :])
+    return estimate_context_tokens(turns)
+
+
+def _count(value: Any) -> int | None:
+    """A token count a provider reported, or None for anything that is not one."""
+    return value if type(value) is int and value >= 0 else None
+
+
+def from_anthropic(usage: Any, model: Any = None) -> NodeUsage | None:
+    """The usage of an Anthropic message (a Claude Code or Claude Agent SDK entry's
+    `message.usage`), or None when it reports no tokens."""
+    if not isinstance(usage, Mapping):
+        return None
+    found = NodeUsage(
+        input_tokens=_count(usage.get("input_tokens")),
+        output_tokens=_count(usage.get("output_tokens")),
+        cache_read_tokens=_count(usage.get("cache_read_input_tokens")),
+        cache_write_tokens=_count(usage.get("cache_creation_input_tokens")),
+        model=model if isinstance(model, str) else None,
+        provider="anthropic",
+    )
+    return None if found.input_tokens is None and found.output_tokens is None else found
+
+
+def from_openai_agents(
+    usage: Any, *, model: str | None = None, cost_usd: float | None = None
+) -> NodeUsage:
+    """The OpenAI Agents SDK's `Usage` (a run's `context_wrapper.usage`) as a `NodeUsage`:
+    input tokens read from or written to the cache (which OpenAI counts in `input_tokens`) are
+    moved to `cache_read_tokens` and `cache_write_tokens`.
+
+    Raises:
+        InvalidArgumentError: `usage` has no whole `input_tokens` and `output_tokens`.
+    """
+    inputs = _count(getattr(usage, "input_tokens", None))
+    outputs = _count(getattr(usage, "output_tokens", None))
+    if inputs is None or outputs is None:
+        raise InvalidArgumentError(
+            f"expected the OpenAI Agents SDK's Usage (input_tokens, output_tokens), not {usage!r}"
+        )
+    details = getattr(usage, "input_tokens_details", None)
+    cached = _count(getattr(details, "cached_tokens", None)) or 0
+    written = _count(getattr(details, "cache_write_tokens", None))
+    return NodeUsage(
+        input_tokens=max(inputs - cached - (written or 0), 0),
+        output_tokens=outputs,
+        cache_read_tokens=cached,
+        cache_write_tokens=written,
+        cost_usd=cost_usd,
+        model=model,
+        provider="openai",
+    )

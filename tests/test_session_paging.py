@@ -3,6 +3,7 @@ paging while other writers write. SQLite and PostgreSQL, sync and async."""
 
 from __future__ import annotations
 
+import json
 import random
 from datetime import UTC, datetime
 from typing import Any
@@ -44,7 +45,8 @@ def test_pages_are_the_listing_cut_in_pieces(store: SessionStore, order: Any) ->
     for size in (1, 5, 23, 100):
         pages = all_pages(store, limit=size, order=order)
         assert [sid for page in pages for sid in page] == listing
-        assert all(len(page) == size for page in pages[:-1]) and 0 < len(pages[-1]) <= size
+        assert all(len(page) == size for page in pages[:-1])
+        assert 0 < len(pages[-1]) <= size
     tagged = all_pages(store, limit=2, order=order, tag="even")
     assert [sid for page in tagged for sid in page] == [
         info.id for info in store.sessions(order=order, tag="even")
@@ -130,3 +132,35 @@ def test_paging_while_sessions_are_written(store: SessionStore, order: Any) -> N
         assert existing <= set(seen)
     else:
         assert existing - written <= set(seen)
+
+
+def test_the_command_line_pages_with_the_cursor_its_json_gives(database_url: str) -> None:
+    from typer.testing import CliRunner
+
+    from memstore.cli import app
+
+    with SessionStore(database_url) as store:
+        make_sessions(store, 7)
+        listing = [info.id for info in store.sessions()]
+    runner = CliRunner()
+    seen: list[str] = []
+    arguments = ["--db", database_url, "sessions", "--json", "--page-size", "3"]
+    while True:
+        result = runner.invoke(app, arguments)
+        assert result.exit_code == 0, result.output
+        page = json.loads(result.stdout)
+        seen.extend(item["sessionId"] for item in page["sessions"])
+        if page["nextCursor"] is None:
+            break
+        arguments = [*arguments[:5], "3", "--cursor", page["nextCursor"]]
+    assert seen == listing
+    table = runner.invoke(app, ["--db", database_url, "sessions", "--page-size", "2"])
+    assert table.exit_code == 0
+    assert "next page: --cursor " in table.stderr
+    bad = runner.invoke(app, ["--db", database_url, "sessions", "--updated-before", "soon"])
+    assert bad.exit_code == 2
+    assert "--updated-before is epoch milliseconds" in bad.stderr
+    later = runner.invoke(
+        app, ["--db", database_url, "sessions", "--json", "--updated-after", "2100-01-01"]
+    )
+    assert json.loads(later.stdout) == []

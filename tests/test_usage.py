@@ -4,6 +4,7 @@ it on a line of its own that an import reads back. SQLite and PostgreSQL, sync a
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +65,8 @@ def test_append_many_takes_one_usage_for_the_last_turn_or_one_per_turn(
         created_at=5000,
     )
     rows = {row[0]: row for row in usage_rows(store, "s")}
-    assert rows[second[0].id][5] == 2 and rows[second[1].id][5] == 5
+    assert rows[second[0].id][5] == 2
+    assert rows[second[1].id][5] == 5
     assert len(rows) == 3
 
 
@@ -174,3 +176,82 @@ def test_a_handle_appends_with_usage(store: SessionStore) -> None:
     node = handle.append(turn("assistant", "x"), usage=NodeUsage(output_tokens=9))
     nodes = handle.append_many([turn("user", "y"), turn("assistant", "z")], usage=[None, USAGE])
     assert [row[0] for row in usage_rows(store, "h")] == [node.id, nodes[1].id]
+
+
+def test_stats_by_session_model_and_day_on_the_command_line(database_url: str) -> None:
+    from typer.testing import CliRunner
+
+    from memstore.cli import app
+
+    with SessionStore(database_url) as store:
+        store.append("a", turn("assistant", "1"), created_at=0, usage=USAGE)
+        store.append("b", turn("assistant", "2"), created_at=0, usage={"cost_usd": 1})
+    runner = CliRunner()
+    result = runner.invoke(app, ["--db", database_url, "stats", "--by", "model", "--json"])
+    assert result.exit_code == 0, result.output
+    assert [(g["key"], g["costUsd"]) for g in json.loads(result.stdout)] == [
+        (None, 1.0),
+        ("gpt-test", 0.0125),
+    ]
+    table = runner.invoke(app, ["--db", database_url, "stats", "--by", "day"])
+    assert table.exit_code == 0
+    assert "1970-01-01" in table.stdout
+    assert "1.0125" in table.stdout
+    listed = runner.invoke(app, ["--db", database_url, "sessions", "--json"])
+    costs = {item["sessionId"]: item["costUsd"] for item in json.loads(listed.stdout)}
+    assert costs == {"a": 0.0125, "b": 1.0}
+
+
+def test_compaction_records_the_summarizers_usage_against_the_summary(
+    store: SessionStore, tmp_path: Path
+) -> None:
+    from memstore import CompactionPolicy, ModelCard
+    from memstore.types import StreamDone, TextBlock, Turn, Usage
+
+    calls: list[int] = []
+
+    async def summarizer(conversation: Any, options: Any) -> Any:
+        calls.append(1)
+        summary = Turn(role="assistant", blocks=(TextBlock(text="the gist"),))
+        yield StreamDone(turn=summary, usage=Usage(input_tokens=900, output_tokens=40))
+
+    store.append_many("s", [turn("user" if n % 2 else "assistant", f"t{n}") for n in range(12)])
+    card = ModelCard(id="summarizer-1", context_window=100_000)
+    result = store.compact_session("s", card, summarizer, CompactionPolicy(keep_recent=4))
+    assert result.changed
+    assert calls == [1]
+    (row,) = usage_rows(store, "s")
+    assert row[0] == result.summary_node_id
+    assert row[2:6] == ("summarizer-1", None, 900, 40)
+    path = tmp_path / "s.jsonl"
+    store.export_jsonl("s", path)
+    store.import_jsonl(path, session_id="copy")
+    assert usage_rows(store, "copy") == [row]
+
+
+def test_usage_recorded_after_the_append_and_the_usage_aware_estimate(
+    store: SessionStore,
+) -> None:
+    from memstore import UnknownNodeError, UnknownSessionError
+    from memstore.condense import estimate_context_tokens
+
+    with pytest.raises(UnknownSessionError):
+        store.record_usage("empty", {"input_tokens": 1})
+    nodes = store.append_many("s", [turn("user", "x" * 400), turn("assistant", "y" * 40)])
+    tail = store.append_many("s", [turn("user", "z" * 80), turn("assistant", "w" * 8)])
+    turns = store.load_path("s")
+    seed_rule = estimate_context_tokens(turns)
+    assert store.estimate_tokens("s") == store.estimate_tokens("s", usage_aware=True) == seed_rule
+    assert store.record_usage("s", {"input_tokens": 5000}, node_id=nodes[1].id) == nodes[1].id
+    # reported input, the character rule for the turn it produced, then for the turns after it
+    expected = 5000 + estimate_context_tokens(turns[1:2]) + estimate_context_tokens(turns[2:])
+    assert store.estimate_tokens("s", usage_aware=True) == expected
+    assert store.estimate_tokens("s") == seed_rule  # the seed's rule stays the default
+    store.record_usage("s", NodeUsage(input_tokens=10, cache_read_tokens=6000, output_tokens=3))
+    assert store.estimate_tokens("s", usage_aware=True) == 6013  # the head's: nothing after it
+    assert store.estimate_tokens("s", nodes[1].id, usage_aware=True) == expected - (
+        estimate_context_tokens(turns[2:])
+    )
+    with pytest.raises(UnknownNodeError):
+        store.record_usage("s", {"input_tokens": 1}, node_id="f" * 32)
+    assert [row[0] for row in usage_rows(store, "s")] == [nodes[1].id, tail[1].id]

@@ -48,11 +48,15 @@ def turns(session_id: str, limit: int | None = None) -> History[list[Turn]]:
     return found if limit is None else found[-limit:]
 
 
-def add(session_id: str, new: Sequence[TurnLike]) -> History[list[SessionNode]]:
-    """Append `new` at the head as one chain, in one transaction; the new nodes."""
+def add(
+    session_id: str, new: Sequence[TurnLike], usage: Sequence[Any] | None = None
+) -> History[list[SessionNode]]:
+    """Append `new` at the head as one chain, in one transaction (with `usage`, one entry per
+    turn, as `append_many` takes it); the new nodes."""
     if not new:
         return []
-    nodes: list[SessionNode] = yield "append_many", (session_id, list(new)), {}
+    options = {} if usage is None else {"usage": list(usage)}
+    nodes: list[SessionNode] = yield "append_many", (session_id, list(new)), options
     return nodes
 
 

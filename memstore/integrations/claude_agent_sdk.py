@@ -7,7 +7,8 @@ options = ClaudeAgentOptions(session_store=MemstoreSessionStore(store))
 Each transcript (a project's session, or one of its subagents' under a `subpath`) is a memstore
 session whose metadata names its `project_key`, `session_id` and `subpath`; each entry is one turn
 (`memstore.convert.claude_code`), so messages, tool calls and results are searchable. Entries are
-deduplicated by their `uuid` and load in append order.
+deduplicated by their `uuid` and load in append order; an entry whose message reports usage
+(tokens, model) has it stored beside its node (`node_usage`).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from memstore.integrations import _history
 from memstore.integrations._history import AnyStore, Call, History
 from memstore.store.plans import SessionInfo
 from memstore.types import Turn
+from memstore.usage import NodeUsage, from_anthropic
 
 __all__ = ["MemstoreSessionStore", "memstore_session_id"]
 
@@ -104,9 +106,19 @@ def _append(key: SessionKey, entries: list[dict[str, Any]]) -> History[None]:
                 continue
             seen.add(uuid)
         new.append(entry)
-    yield from _history.add(session_id, CLAUDE_CODE.to_turns(new))
+    turns = CLAUDE_CODE.to_turns(new)
+    usage = [_usage(entry) for entry in new] if len(turns) == len(new) else []
+    yield from _history.add(session_id, turns, usage if any(usage) else None)
     if not stored and new:
         yield _call("update_session", session_id, metadata=_metadata(key))
+
+
+def _usage(entry: Mapping[str, Any]) -> NodeUsage | None:
+    """What the model call behind an entry cost, when the entry's message says."""
+    message = entry.get("message")
+    if not isinstance(message, Mapping):
+        return None
+    return from_anthropic(message.get("usage"), message.get("model"))
 
 
 def _listed(project_key: str, session_id: str | None = None) -> History[list[SessionInfo]]:

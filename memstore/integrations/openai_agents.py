@@ -37,6 +37,7 @@ from memstore.store import SessionStore
 from memstore.store.compaction import CompactionResult
 from memstore.store.plans import now_ms
 from memstore.types import CompactionPolicy, ModelCard, ModelInvoker, validate_session_id
+from memstore.usage import from_openai_agents
 
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem
@@ -90,6 +91,22 @@ class MemstoreSession:
         seen = self._seen
         if nodes and seen is not None and nodes[0].parent == seen.head:
             self._seen = seen.extended(nodes[-1].id, plain)
+
+    async def add_usage(
+        self, usage: Any, *, model: str | None = None, cost_usd: float | None = None
+    ) -> str:
+        """Record a run's usage, in the SDK's own shape (`result.context_wrapper.usage`),
+        against the newest item (the run's last); returns that node's id. Cached input
+        tokens are counted as cache reads, not input.
+
+        Raises:
+            InvalidArgumentError: `usage` is not the SDK's `Usage`.
+            UnknownSessionError: the session has no items yet.
+        """
+        node_usage = from_openai_agents(usage, model=model, cost_usd=cost_usd)
+        if isinstance(self.store, SessionStore):
+            return await asyncio.to_thread(self.store.record_usage, self.session_id, node_usage)
+        return await self.store.record_usage(self.session_id, node_usage)
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Remove the newest item from the history and return it (it stays as a branch)."""

@@ -198,6 +198,22 @@ class StoreBase(Listing, Exchange):
         return (yield from self._write(plan, f"appending to session {session_id!r}"))
 
     @operation
+    def record_usage(
+        self, session_id: str, usage: UsageLike, *, node_id: str | None = None
+    ) -> Program[str]:
+        """Store what the model call behind a node cost (default: the head's), replacing what
+        it had, beside the node (see `append_many`'s `usage`); returns the node's id. For usage
+        known only after the turns were appended, such as an agent run's.
+
+        Raises:
+            UnknownSessionError: the session has no turns (and `node_id` is None).
+            UnknownNodeError: the session has no node `node_id`.
+            InvalidArgumentError: a malformed usage, naming the field.
+        """
+        plan = plans.record_usage(self.dialect, session_id, node_id, usage)
+        return (yield from self._write(plan, f"recording usage in session {session_id!r}"))
+
+    @operation
     def load_session(self, session_id: str) -> Program[SessionGraph]:
         """The whole DAG of a session; a missing session is an empty graph."""
         return (yield from self._read(plans.load_session(session_id), "loading a session"))
@@ -302,8 +318,9 @@ class StoreBase(Listing, Exchange):
     ) -> Program[compaction.CompactionResult]:
         """Condense the head's path onto a new branch: a summary root node, then the kept tail.
 
-        The summary turn records what it condensed under `memstore.condensed`; the head moves
-        to the new branch and the old branch stays loadable. The model is called between two
+        The summary turn records what it condensed under `memstore.condensed`, and its node the
+        summarizer's usage (the `done` events' tokens, in `node_usage`); the head moves to the
+        new branch and the old branch stays loadable. The model is called between two
         transactions; the branch is written in one, only if the head is still the one read.
         `SessionStore` calls the model on an event loop of its own: inside a running loop, use
         AsyncSessionStore.
@@ -326,7 +343,9 @@ class StoreBase(Listing, Exchange):
             compaction.draft_branch(session_id, head, path, model_card, invoker, policy, clock)
         )
         if draft.nodes:
-            branch = compaction.append_branch(self.dialect, session_id, draft.nodes, head)
+            branch = compaction.append_branch(
+                self.dialect, session_id, draft.nodes, head, draft.usage
+            )
             yield from self._write(branch, f"compacting session {session_id!r}")
         return draft.result
 

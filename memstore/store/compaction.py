@@ -8,26 +8,32 @@ writer makes it fail with HeadMovedError and nothing is appended.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import select
 
-from memstore.condense import check_window, compact, estimate_context_tokens
+from memstore.condense import check_window, compact, estimate_context_tokens, stream_events
 from memstore.errors import UnknownSessionError
 from memstore.graph import SessionGraph, system_clock
 from memstore.store import plans
 from memstore.store.plans import Plan
 from memstore.store.tables import NOT_IMPORTING, sessions
 from memstore.types import (
+    Channel,
     Clock,
     CompactionPolicy,
+    Conversation,
     ModelCard,
     ModelInvoker,
     SessionNode,
+    StreamDone,
+    StreamEvent,
+    StreamOptions,
     Turn,
     parse_turn,
 )
+from memstore.usage import NodeUsage
 
 __all__ = ["CompactionDraft", "CompactionResult", "append_branch", "draft_branch", "read_head_path"]
 
@@ -56,10 +62,43 @@ class CompactionResult:
 
 @dataclass(frozen=True)
 class CompactionDraft:
-    """The result to report and the nodes of the new branch (empty: nothing to append)."""
+    """The result to report, the nodes of the new branch (empty: nothing to append), and what
+    the summarizer's calls cost (recorded against the summary node)."""
 
     result: CompactionResult
     nodes: tuple[SessionNode, ...]
+    usage: NodeUsage | None = None
+
+
+@dataclass
+class _UsageCounter:
+    """An invoker that passes its events on and adds up the usage of their `done` events
+    (a summary of a long history takes several calls)."""
+
+    invoker: ModelInvoker
+    model: str
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def __call__(self, conversation: Conversation, options: StreamOptions) -> Channel:
+        return self._counted(self.invoker(conversation, options))
+
+    async def _counted(self, channel: Channel) -> AsyncGenerator[StreamEvent, None]:
+        async for event in stream_events(channel):
+            if isinstance(event, StreamDone):
+                self.calls += 1
+                self.input_tokens += event.usage.input_tokens
+                self.output_tokens += event.usage.output_tokens
+            yield event
+
+    def usage(self) -> NodeUsage | None:
+        """The calls' usage, or None when no call reported one."""
+        if not self.calls:
+            return None
+        return NodeUsage(
+            input_tokens=self.input_tokens, output_tokens=self.output_tokens, model=self.model
+        )
 
 
 def read_head_path(dialect: str, session_id: str) -> Plan[tuple[str | None, list[SessionNode]]]:
@@ -119,7 +158,8 @@ async def draft_branch(
     """
     check_window(model_card)
     turns = [node.turn for node in path]
-    condensed = await compact(turns, model_card, policy, invoker)
+    counter = _UsageCounter(invoker, model_card.id)
+    condensed = await compact(turns, model_card, policy, counter)
     if head is None or condensed is turns:
         return _unchanged(session_id, head, turns)
     summary, *tail = (parse_turn(turn) for turn in condensed)
@@ -148,19 +188,25 @@ async def draft_branch(
         tokens_after=after,
         changed=True,
     )
-    return CompactionDraft(result, nodes)
+    return CompactionDraft(result, nodes, counter.usage())
 
 
 def append_branch(
-    dialect: str, session_id: str, nodes: Sequence[SessionNode], expected_head: str | None
+    dialect: str,
+    session_id: str,
+    nodes: Sequence[SessionNode],
+    expected_head: str | None,
+    usage: NodeUsage | None = None,
 ) -> Plan[str | None]:
-    """Append `nodes` (a chain, root first) in one transaction if the head is `expected_head`.
+    """Append `nodes` (a chain, root first) in one transaction if the head is `expected_head`,
+    with `usage` (the summarizer's) against the first, the summary.
 
     Raises:
         HeadMovedError: another writer moved the head; nothing is appended.
     """
     head = expected_head
-    for node in nodes:
-        yield from plans.append_node(dialect, session_id, node, head)
+    for position, node in enumerate(nodes):
+        cost = usage if position == 0 else None
+        yield from plans.append_node(dialect, session_id, node, head, cost)
         head = node.id
     return head

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from memstore.condense import estimate_context_tokens
 from memstore.store import plans
 from memstore.store.core import StoreCore
 from memstore.store.operation import Program, operation
@@ -23,6 +24,7 @@ from memstore.store.plans import (
     Window,
     epoch_ms,
 )
+from memstore.usage import estimate_with_usage
 
 __all__ = ["Listing"]
 
@@ -130,3 +132,25 @@ class Listing(StoreCore):
         """
         plan = plans.usage_totals(self.dialect, by, limit)
         return (yield from self._read(plan, "totalling usage"))
+
+    @operation
+    def estimate_tokens(
+        self, session_id: str, leaf: str | None = None, *, usage_aware: bool = False
+    ) -> Program[int]:
+        """The context tokens of the path to `leaf` (default: the head): the seed's character
+        rule (`estimate_context_tokens`), or with `usage_aware=True` the input tokens a provider
+        last reported on the path plus the character rule for the turns after it (see
+        `memstore.usage.estimate_with_usage`).
+
+        Raises:
+            UnknownNodeError: the session has no node `leaf`.
+        """
+        path = yield from self._read(
+            plans.load_path_nodes(self.dialect, session_id, leaf), "loading a path"
+        )
+        turns = [node.turn for node in path]
+        if not usage_aware:
+            return estimate_context_tokens(turns)
+        ids = [node.id for node in path]
+        found = yield from self._read(plans.node_usages(session_id, ids), "reading usage")
+        return estimate_with_usage(turns, [found.get(node_id) for node_id in ids])

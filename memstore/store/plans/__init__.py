@@ -29,6 +29,7 @@ from memstore.store.plans.appends import (
     insert_nodes,
     insert_rows,
     parse_usages,
+    record_usage,
     store_usage,
 )
 from memstore.store.plans.contract import (
@@ -82,6 +83,7 @@ from memstore.store.plans.stats import (
     StoreStats,
     UsageGrouping,
     UsageTotals,
+    node_usages,
     store_stats,
     usage_totals,
 )
@@ -133,9 +135,11 @@ __all__ = [
     "node_from_row",
     "node_id_problem",
     "node_rows",
+    "node_usages",
     "nodes_from_rows",
     "now_ms",
     "parse_usages",
+    "record_usage",
     "refuse_bad_node_ids",
     "resolve_node_id",
     "session_info",

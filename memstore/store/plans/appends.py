@@ -57,6 +57,7 @@ __all__ = [
     "insert_nodes",
     "insert_rows",
     "parse_usages",
+    "record_usage",
     "store_usage",
     "upsert_usage",
 ]
@@ -124,15 +125,39 @@ _UPSERT_USAGE = {
 
 
 def store_usage(
-    dialect: str, session_id: str, chain: Sequence[SessionNode], usages: Sequence[NodeUsage | None]
+    dialect: str, session_id: str, node_ids: Sequence[str], usages: Sequence[NodeUsage | None]
 ) -> Plan[None]:
-    """Write (or replace) the `node_usage` rows of the chain's nodes that `usages` gives."""
+    """Write (or replace) the `node_usage` rows of the nodes that `usages` gives one for."""
     rows = [
-        {"session_id": session_id, "node_id": node.id, **usage.row()}
-        for node, usage in zip(chain, usages, strict=False)
+        {"session_id": session_id, "node_id": node_id, **usage.row()}
+        for node_id, usage in zip(node_ids, usages, strict=False)
         if usage is not None
     ]
     yield from upsert_usage(dialect, rows)
+
+
+def record_usage(dialect: str, session_id: str, node_id: str | None, usage: UsageLike) -> Plan[str]:
+    """Store `usage` for the session's node `node_id` (None: its head), replacing any earlier,
+    with its usage line in the log (so in the JSONL export); returns the node's id.
+
+    Raises:
+        UnknownSessionError: no such session (or it is empty, for the head).
+        UnknownNodeError: the session has no node `node_id`.
+        InvalidArgumentError: a malformed usage.
+    """
+    parsed = parse_usage(usage)
+    validate_session_id(session_id)
+    refuse_bad_node_ids(session_id, node_id)
+    head = yield from ensure_session(dialect, session_id, now_ms())
+    target = head if node_id is None else node_id
+    if target is None:
+        raise UnknownSessionError(f"session {session_id!r} has no turns to record usage for")
+    if target not in (yield from stored_node_rows(dialect, session_id, [target])):
+        raise UnknownNodeError(session_id, target)
+    raw = usage_record(target, parsed) + "\n"
+    yield INSERT_RECORDS, {"session_id": session_id, "kind": "other", "node_id": None, "raw": raw}
+    yield from store_usage(dialect, session_id, [target], [parsed])
+    return target
 
 
 def upsert_usage(dialect: str, rows: Sequence[Mapping[str, Any]]) -> Plan[None]:
@@ -149,15 +174,17 @@ def append_node(
     session_id: str,
     node: SessionNode,
     expected_head: str | Unset | None = UNSET,
+    usage: NodeUsage | None = None,
 ) -> Plan[None]:
-    """Store `node` (unless it is there already) and move the head to it, atomically."""
+    """Store `node` (unless it is there already) with its `usage`, and move the head to it,
+    atomically."""
     validate_session_id(session_id)
     refuse_bad_node_ids(session_id, node.id, node.parent)
     now = now_ms()
     head = yield from ensure_session(dialect, session_id, now)
     if not isinstance(expected_head, Unset) and head != expected_head:
         raise HeadMovedError(session_id, expected_head, head)
-    yield from _store_chain(dialect, session_id, (node,), now)
+    yield from _store_chain(dialect, session_id, (node,), now, [usage] if usage else [])
 
 
 def chain_nodes(parent: str | None, turns: Sequence[Turn], created_at: int) -> list[SessionNode]:
@@ -258,7 +285,7 @@ def _store_chain(
         yield from insert_nodes(dialect, session_id, new)
     yield append_records(session_id, chain, usages)
     if usages:
-        yield from store_usage(dialect, session_id, chain, usages)
+        yield from store_usage(dialect, session_id, [node.id for node in chain], usages)
     yield _MOVE_HEAD, {"session_id": session_id, "new_head": chain[-1].id, "now": now}
 
 

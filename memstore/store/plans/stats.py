@@ -3,6 +3,7 @@ what the model calls cost, by session, model or day (`memstore stats --by`)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -19,8 +20,16 @@ from memstore.store.tables import (
     records,
     sessions,
 )
+from memstore.usage import NodeUsage
 
-__all__ = ["StoreStats", "UsageGrouping", "UsageTotals", "store_stats", "usage_totals"]
+__all__ = [
+    "StoreStats",
+    "UsageGrouping",
+    "UsageTotals",
+    "node_usages",
+    "store_stats",
+    "usage_totals",
+]
 
 
 @dataclass(frozen=True)
@@ -145,3 +154,21 @@ def usage_totals(dialect: str, by: str, limit: int | None = None) -> Plan[list[U
 
 
 _SUMMED = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost_usd")
+
+
+def node_usages(session_id: str, node_ids: Sequence[str]) -> Plan[dict[str, NodeUsage]]:
+    """The usage of those of `node_ids` (a session's) that have one."""
+    found: dict[str, NodeUsage] = {}
+    columns = [node_usage.c[name] for name in NodeUsage.__dataclass_fields__]
+    for start in range(0, len(node_ids), _IDS_PER_QUERY):
+        wanted = list(node_ids[start : start + _IDS_PER_QUERY])
+        rows = yield select(node_usage.c.node_id, *columns).where(
+            node_usage.c.session_id == session_id, node_usage.c.node_id.in_(wanted)
+        )
+        for row in rows:
+            values = dict(zip(NodeUsage.__dataclass_fields__, row[1:], strict=True))
+            found[row[0]] = NodeUsage(**values)
+    return found
+
+
+_IDS_PER_QUERY = 500
