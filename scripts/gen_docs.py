@@ -64,7 +64,7 @@ RELATIONS: dict[str, str] = {
     "nodes": "One row per node (a turn in a session's DAG): its parent and the turn's exact JSON.",
     "node_blocks": "One row per block of a turn: the columns looked up (kind, tool, call, error).",
     "records": "The session's log as the legacy JSONL file has it: node and head records.",
-    "node_usage": "Tokens and cost per model call of imported agents' sessions.",
+    "node_usage": "Tokens and cost per model call (appends, compaction, adapters, imports).",
     "nodes_fts": "The full-text index (FTS5) over `node_search`; its rowid is `nodes.pk`.",
     "nodes_fts_chars": "The full-text index of words in scripts written without spaces.",
     "nodes_fts_backlog": "Nodes that small writes added and `nodes_fts` does not hold yet.",
@@ -80,6 +80,8 @@ RELATIONS: dict[str, str] = {
     "session_stats_all": "`session_stats`, with the sessions still being imported.",
     "session_sources": "One row per session: the agent it came from, its cwd, model and usage.",
     "session_sources_all": "`session_sources`, with the sessions still being imported.",
+    "usage": "One row per node whose model call's usage is known: its session, time, day (UTC), "
+    "role, provider, model, tokens and US dollars.",
 }
 FTS_SHADOW = re.compile(r"^nodes_fts(_chars)?_(data|idx|docsize|config|content)$")
 
