@@ -124,9 +124,11 @@ sessions = Table(
     Column("meta", JsonObject, nullable=True),
     Column("importing", Text, nullable=True),
     Index(None, "importing", **_where("importing IS NOT NULL")),
-    # A keyset page of sessions, most recently updated first, seeks it (migration 0021).
-    Index(None, "updated_at", "id"),
 )
+
+# A keyset page of sessions, most recently updated first (ties by id), reads this index in its
+# order from the cursor on, with no sort (migration 0021).
+Index("ix_sessions_updated_at_id", sessions.c.updated_at.desc(), sessions.c.id)
 
 session_tags = Table(
     "session_tags",

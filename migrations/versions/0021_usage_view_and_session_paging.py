@@ -1,7 +1,7 @@
 """What each conversation cost, and sessions listed a page at a time: the `usage` view (one row
 per node whose model call's usage is known: the node's session, time, day (UTC) and role, the
-provider, model, tokens and US dollars), and an index of sessions by (updated_at, id), which a
-keyset page of `sessions(...)` seeks (most recently updated first, at any depth).
+provider, model, tokens and US dollars), and an index of sessions by (updated_at DESC, id), the
+order of `sessions(...)`, which a keyset page reads from its cursor on with no sort.
 
 Revision ID: 0021
 Revises: 0020
@@ -10,6 +10,7 @@ Create Date: 2026-12-06
 
 from collections.abc import Sequence
 
+import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0021"
@@ -34,7 +35,7 @@ WHERE u.session_id NOT IN (SELECT id FROM sessions WHERE importing IS NOT NULL)
 def upgrade() -> None:
     dialect = "postgresql" if op.get_bind().dialect.name == "postgresql" else "sqlite"
     op.execute(USAGE.format(day=DAY[dialect]))
-    op.create_index("ix_sessions_updated_at_id", "sessions", ["updated_at", "id"])
+    op.create_index("ix_sessions_updated_at_id", "sessions", [sa.text("updated_at DESC"), "id"])
 
 
 def downgrade() -> None:

@@ -256,8 +256,12 @@ def list_sessions(
     if session_id is not None:
         query = query.where(sessions.c.id == lookup_id(session_id))
     if tag is not None:
-        tagged = select(session_tags.c.session_id).where(session_tags.c.tag == tag)
-        query = query.where(sessions.c.id.in_(tagged))
+        # A lookup per session in the key (session_id, tag): a page of the newest sessions
+        # with a common tag reads about a page of rows, not every session with the tag.
+        tagged = select(session_tags.c.tag).where(
+            session_tags.c.session_id == sessions.c.id, session_tags.c.tag == tag
+        )
+        query = query.where(tagged.exists())
     if title_contains is not None:
         query = query.where(sessions.c.title.contains(title_contains, autoescape=True))
     for key, value in (metadata or {}).items():
