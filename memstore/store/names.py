@@ -33,7 +33,7 @@ VIEWS = frozenset(
     {*_FILTERED_VIEWS, *(f"{view}_all" for view in _FILTERED_VIEWS), "node_search", "usage"}
 )
 """memstore's views, made by the migrations for `memstore sql` and other readers (`<view>_all`:
-the view's rows including sessions still being imported, migration 0018; `usage`, 0021)."""
+the view's rows including sessions still being imported, migration 0018; `usage`, 0022)."""
 
 SEARCH_PREFIX = "nodes_fts"
 """SQLite's full-text tables, their shadow tables and triggers all start with this."""

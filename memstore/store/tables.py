@@ -17,7 +17,7 @@ Alembic revisions in `migrations/` create and evolve these tables; a test checks
   unknown record types).
 - `node_usage`: what the model call behind a node cost (provider, model, tokens, US dollars),
   one row per node whose source says so: `append(..., usage=)`, compaction's summaries, the
-  framework adapters, and pi and Claude Code imports. The `usage` view (migration 0021) adds
+  framework adapters, and pi and Claude Code imports. The `usage` view (migration 0022) adds
   each node's time, day and role.
 - `nodes_fts` (SQLite only, made by migration 0002, not modelled here): the FTS5 index of a
   node's search text. The store fills it as it inserts nodes; triggers keep it on delete and
@@ -127,7 +127,7 @@ sessions = Table(
 )
 
 # A keyset page of sessions, most recently updated first (ties by id), reads this index in its
-# order from the cursor on, with no sort (migration 0021).
+# order from the cursor on, with no sort (migration 0022).
 Index("ix_sessions_updated_at_id", sessions.c.updated_at.desc(), sessions.c.id)
 
 session_tags = Table(
