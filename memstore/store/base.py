@@ -17,6 +17,7 @@ from sqlalchemy import Engine
 from memstore.graph import SessionGraph
 from memstore.store import compaction, importing, plans, search, short_ids
 from memstore.store.exchange import Exchange
+from memstore.store.keyed import KeyedAppends
 from memstore.store.migrate import current_revision, downgrade, upgrade
 from memstore.store.operation import Await, OnEngine, Program, operation
 from memstore.store.plans import UNSET, SessionInfo, StoreStats, Unset
@@ -47,9 +48,9 @@ def _revision(engine: Engine) -> str | None:
         return current_revision(connection)
 
 
-class StoreBase(Exchange):
-    """Every store operation (the session DAGs here, files in and out in `Exchange`), without
-    I/O; see the module docstring."""
+class StoreBase(Exchange, KeyedAppends):
+    """Every store operation (the session DAGs here, files in and out in `Exchange`, keyed
+    appends in `KeyedAppends`), without I/O; see the module docstring."""
 
     @operation
     def clean_abandoned_imports(self, *, force: Collection[str] = ()) -> Program[list[str]]:
