@@ -695,9 +695,17 @@ def _session_json(info: SessionInfo) -> dict[str, Any]:
 def tree(
     ctx: typer.Context,
     session: Annotated[str, typer.Argument(help="The session to draw.")],
+    depth: Annotated[
+        int | None,
+        typer.Option(min=0, help="Draw branches at most this many forks deep (0: the root's run)."),
+    ] = None,
+    all_turns: Annotated[
+        bool, typer.Option("--all-turns", help="Draw every turn of a long run, unfolded.")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print nodes as JSON.")] = False,
 ) -> None:
-    """Draw a session's DAG: its branches, the head marked, each turn on one line."""
+    """Draw a session's DAG: its branches, the head marked, each turn on one line; a long run
+    without a fork shows its first and last turns and the head, folding the rest into a count."""
     from memstore.terminal import render_tree
 
     with open_store(ctx, read_only=True) as store:
@@ -707,7 +715,7 @@ def tree(
         nodes = [{"id": n.id, "parent": n.parent, "role": n.turn.role} for n in graph.all()]
         emit_json({"sessionId": session, "head": graph.leaf, "nodes": nodes})
     else:
-        out.print(render_tree(graph))
+        out.print(render_tree(graph, depth=depth, fold=not all_turns))
 
 
 @app.command()
