@@ -18,7 +18,7 @@ import weakref
 from collections.abc import Awaitable, Callable, Generator, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
-from memstore.errors import HeadMovedError
+from memstore.errors import HeadMovedError, StoreError
 from memstore.hashing import hash_node
 from memstore.store import SessionStore
 from memstore.store.keyed import Revise
@@ -118,7 +118,7 @@ def run(store: SessionStore, history: History[T]) -> T:
         name, args, kwargs = step
         try:
             result = getattr(store, name)(*args, **kwargs)
-        except HeadMovedError as exc:
+        except StoreError as exc:  # thrown in: the history may handle it
             step = _throw(history, exc)
         else:
             step = _send(history, result)
@@ -188,7 +188,7 @@ async def _arun_async(store: AsyncSessionStore, history: History[T]) -> T:
         name, args, kwargs = step
         try:
             result = await getattr(store, name)(*args, **kwargs)
-        except HeadMovedError as exc:
+        except StoreError as exc:  # thrown in: the history may handle it
             step = _throw(history, exc)
         else:
             step = _send(history, result)

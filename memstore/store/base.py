@@ -188,6 +188,26 @@ class StoreBase(Exchange, KeyedAppends):
         return (yield from self._write(plan, f"appending to session {session_id!r}"))
 
     @operation
+    def append_merging_metadata(
+        self,
+        session_id: str,
+        turns: Sequence[TurnLike],
+        merges: plans.MetadataMerges,
+        *,
+        expected_head: str | Unset | None = UNSET,
+        exists: bool | None = None,
+    ) -> Program[list[SessionNode]]:
+        """Update sessions' metadata and append `turns` at `session_id`'s head, in one
+        transaction. `merges` maps a session id (created if missing) to metadata keys: a mapping
+        value is merged into the object at its key, any other replaces it. `expected_head` works
+        as in `append_many`; `exists` True or False requires `session_id` to exist
+        (UnknownSessionError) or not (SessionExistsError)."""
+        plan = plans.append_merging_metadata(
+            self.dialect, session_id, list(turns), merges, expected_head, exists
+        )
+        return (yield from self._write(plan, f"appending to session {session_id!r}"))
+
+    @operation
     def load_session(self, session_id: str) -> Program[SessionGraph]:
         """The whole DAG of a session; a missing session is an empty graph."""
         return (yield from self._read(plans.load_session(session_id), "loading a session"))
