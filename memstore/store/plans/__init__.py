@@ -9,6 +9,7 @@ one's result, driven by `SessionStore` on a `Connection` and by `AsyncSessionSto
 - `sessions`: `SessionInfo`, listing and filtering sessions, their title, tags and metadata;
 - `paging`: the keyset cursors and time window of a session listing;
 - `appends`: appending turns and nodes, inserting rows, forking a path into a new session;
+- `metadata`: merging into sessions' metadata objects while appending, in one transaction;
 - `search_index`: writing SQLite's full-text index and its backlog;
 - `paths`: reading the path from the root to a leaf, or its newest turns;
 - `stats`: totals over the whole store.
@@ -44,6 +45,7 @@ from memstore.store.plans.contract import (
     as_call,
     now_ms,
 )
+from memstore.store.plans.metadata import MetadataMerges, append_merging_metadata
 from memstore.store.plans.nodes import (
     MAX_NODE_ID,
     head,
@@ -99,6 +101,7 @@ __all__ = [
     "SEARCH_BACKLOG",
     "UNSET",
     "Boundary",
+    "MetadataMerges",
     "Plan",
     "SessionInfo",
     "SessionOrder",
@@ -111,6 +114,7 @@ __all__ = [
     "UsageTotals",
     "Window",
     "agent_of",
+    "append_merging_metadata",
     "append_node",
     "append_records",
     "append_turns",

@@ -2,7 +2,7 @@
 search text, logging each append, and forking a path into a new session.
 
 The append path is hot: its statements are `Prepared` (compiled once, run on the driver's
-cursor), and one node or a batch goes through the same `_store_chain`.
+cursor), and one node or a batch goes through the same `store_chain`.
 """
 
 from __future__ import annotations
@@ -58,6 +58,7 @@ __all__ = [
     "insert_rows",
     "parse_usages",
     "record_usage",
+    "store_chain",
     "store_usage",
     "upsert_usage",
 ]
@@ -184,7 +185,7 @@ def append_node(
     head = yield from ensure_session(dialect, session_id, now)
     if not isinstance(expected_head, Unset) and head != expected_head:
         raise HeadMovedError(session_id, expected_head, head)
-    yield from _store_chain(dialect, session_id, (node,), now, [usage] if usage else [])
+    yield from store_chain(dialect, session_id, (node,), now, [usage] if usage else [])
 
 
 def chain_nodes(parent: str | None, turns: Sequence[Turn], created_at: int) -> list[SessionNode]:
@@ -247,7 +248,7 @@ def _append_turns(
             return landed
         raise HeadMovedError(session_id, expected_head, head)
     chain = chain_nodes(head if isinstance(parent, Unset) else parent, turns, stamp)
-    yield from _store_chain(dialect, session_id, chain, now, usages)
+    yield from store_chain(dialect, session_id, chain, now, usages)
     return chain
 
 
@@ -261,7 +262,7 @@ def _holds_chain(dialect: str, session_id: str, chain: Sequence[SessionNode]) ->
     return True
 
 
-def _store_chain(
+def store_chain(
     dialect: str,
     session_id: str,
     chain: Sequence[SessionNode],
