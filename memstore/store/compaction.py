@@ -9,6 +9,7 @@ writer makes it fail with HeadMovedError and nothing is appended.
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass
 
 from sqlalchemy import select
@@ -85,12 +86,15 @@ class _UsageCounter:
         return self._counted(self.invoker(conversation, options))
 
     async def _counted(self, channel: Channel) -> AsyncGenerator[StreamEvent, None]:
-        async for event in stream_events(channel):
-            if isinstance(event, StreamDone):
-                self.calls += 1
-                self.input_tokens += event.usage.input_tokens
-                self.output_tokens += event.usage.output_tokens
-            yield event
+        # aclosing: when the reader stops early (at `done`), the channel is closed now, on
+        # this event loop, not when it is collected
+        async with aclosing(stream_events(channel)) as events:
+            async for event in events:
+                if isinstance(event, StreamDone):
+                    self.calls += 1
+                    self.input_tokens += event.usage.input_tokens
+                    self.output_tokens += event.usage.output_tokens
+                yield event
 
     def usage(self) -> NodeUsage | None:
         """The calls' usage, or None when no call reported one."""
