@@ -65,11 +65,11 @@ class StoreBase(Exchange):
         Raises:
             InvalidArgumentError: `force` names a session that is not being imported.
         """
-        plan = importing.abandoned_imports(self.dialect, force)
+        plan = importing.abandoned_imports(self.backend, force)
         found = yield from self._read(plan, "looking for abandoned imports")
         if not found:
             return []
-        cleaning = importing.clean_abandoned(self.dialect, found)
+        cleaning = importing.clean_abandoned(self.backend, found)
         return (yield from self._write(cleaning, importing.deleting(found)))
 
     def _cleaning_on_open(self) -> Program[None]:
@@ -114,7 +114,7 @@ class StoreBase(Exchange):
             UnknownNodeError: the node's parent is not in the session.
             NodeConflictError: the session holds the node's id with different content.
         """
-        plan = plans.append_node(self.dialect, session_id, node, expected_head)
+        plan = plans.append_node(self.backend, session_id, node, expected_head)
         yield from self._write(plan, f"appending to session {session_id!r}")
 
     @operation
@@ -139,7 +139,7 @@ class StoreBase(Exchange):
             InvalidTurnError: `turn` breaks the contract; nothing was written.
         """
         plan = plans.append_turns(
-            self.dialect, session_id, [turn], expected_head, created_at, parent
+            self.backend, session_id, [turn], expected_head, created_at, parent
         )
         (node,) = yield from self._write(plan, f"appending to session {session_id!r}")
         return node
@@ -182,7 +182,7 @@ class StoreBase(Exchange):
             UnknownNodeError: the session has no node `parent`; nothing was written.
         """
         plan = plans.append_turns(
-            self.dialect, session_id, turns, expected_head, created_at, parent
+            self.backend, session_id, turns, expected_head, created_at, parent
         )
         return (yield from self._write(plan, f"appending to session {session_id!r}"))
 
@@ -210,7 +210,7 @@ class StoreBase(Exchange):
         Raises:
             UnknownNodeError: the session has no node `leaf`.
         """
-        plan = plans.load_path(self.dialect, session_id, leaf, last)
+        plan = plans.load_path(self.backend, session_id, leaf, last)
         return (yield from self._read(plan, "loading a path"))
 
     @operation
@@ -218,7 +218,7 @@ class StoreBase(Exchange):
         self, session_id: str, leaf: str | None = None, *, last: int | None = None
     ) -> Program[list[SessionNode]]:
         """Like `load_path`, but the nodes (ids, parents, times) rather than only the turns."""
-        plan = plans.load_path_nodes(self.dialect, session_id, leaf, last)
+        plan = plans.load_path_nodes(self.backend, session_id, leaf, last)
         return (yield from self._read(plan, "loading a path"))
 
     @operation
@@ -244,6 +244,16 @@ class StoreBase(Exchange):
         hashes, or to the whole id when it starts another; `resolve_node_id` takes each back
         to its id. Ids the session does not hold are left out."""
         plan = short_ids.short_node_ids(session_id, node_ids)
+        return (yield from self._read(plan, "shortening node ids"))
+
+    @operation
+    def short_node_ids_by_session(
+        self, node_ids: Iterable[tuple[str, str]]
+    ) -> Program[dict[tuple[str, str], str]]:
+        """`short_node_ids` of several sessions in one read: each (session id, node id) pair
+        whose session holds the node, mapped to the node's short form (a listing of many
+        sessions asks once, not once per session). Pairs of nodes not held are left out."""
+        plan = short_ids.short_node_ids_by_session(node_ids)
         return (yield from self._read(plan, "shortening node ids"))
 
     @operation
@@ -277,7 +287,7 @@ class StoreBase(Exchange):
     ) -> Program[None]:
         """Set a session's title, tags (replacing them) or metadata object."""
         plan = plans.update_session(
-            self.dialect, session_id, title=title, tags=tags, metadata=metadata
+            self.backend, session_id, title=title, tags=tags, metadata=metadata
         )
         yield from self._write(plan, f"updating session {session_id!r}")
 
@@ -296,7 +306,7 @@ class StoreBase(Exchange):
             SessionExistsError: `new_id` is taken.
             UnknownNodeError: the source has no node `leaf`.
         """
-        plan = plans.fork_session(self.dialect, source_id, leaf, new_id)
+        plan = plans.fork_session(self.backend, source_id, leaf, new_id)
         return (yield from self._write(plan, f"forking session {source_id!r}"))
 
     @operation
@@ -329,13 +339,13 @@ class StoreBase(Exchange):
             CondensationError: the model could not produce a summary; nothing was written.
             HeadMovedError: another writer moved the head meanwhile; nothing was written.
         """
-        read = compaction.read_head_path(self.dialect, session_id)
+        read = compaction.read_head_path(self.backend, session_id)
         head, path = yield from self._read(read, f"reading session {session_id!r}")
         draft = yield from Await(
             compaction.draft_branch(session_id, head, path, model_card, invoker, policy, clock)
         )
         if draft.nodes:
-            branch = compaction.append_branch(self.dialect, session_id, draft.nodes, head)
+            branch = compaction.append_branch(self.backend, session_id, draft.nodes, head)
             yield from self._write(branch, f"compacting session {session_id!r}")
         return draft.result
 
