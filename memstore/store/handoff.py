@@ -197,9 +197,12 @@ class LoopConnection:
     def _committed(self) -> None:
         """Count a commit on the loop; every CHECKPOINT_EVERY, a passive checkpoint in a thread."""
         self._commits += 1
+        loop = asyncio.get_running_loop()
+        if self._checkpoint is not None and self._checkpoint.get_loop() is not loop:
+            self._checkpoint = None  # an earlier loop's, closed before it ran (see EventLoopError)
         if self._commits % CHECKPOINT_EVERY or self._checkpoint is not None:
             return
-        self._checkpoint = asyncio.get_running_loop().create_task(
+        self._checkpoint = loop.create_task(
             asyncio.to_thread(self._checkpoint_wal)
         )
         self._checkpoint.add_done_callback(self._checkpointed)
@@ -216,8 +219,9 @@ class LoopConnection:
 
     async def close(self) -> None:
         """Wait for a checkpoint under way; close the connection (once no thread holds it)."""
-        if self._checkpoint is not None:
-            await asyncio.wait([self._checkpoint])
+        checkpoint, self._checkpoint = self._checkpoint, None
+        if checkpoint is not None and checkpoint.get_loop() is asyncio.get_running_loop():
+            await asyncio.wait([checkpoint])
         while self._in_thread:
             await asyncio.sleep(0.001)
         if self._connection is not None:
