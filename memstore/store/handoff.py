@@ -202,9 +202,7 @@ class LoopConnection:
             self._checkpoint = None  # an earlier loop's, closed before it ran (see EventLoopError)
         if self._commits % CHECKPOINT_EVERY or self._checkpoint is not None:
             return
-        self._checkpoint = loop.create_task(
-            asyncio.to_thread(self._checkpoint_wal)
-        )
+        self._checkpoint = loop.create_task(asyncio.to_thread(self._checkpoint_wal))
         self._checkpoint.add_done_callback(self._checkpointed)
 
     def _checkpoint_wal(self) -> None:
