@@ -7,6 +7,7 @@ how a request is carried out differs (see `AsyncSessionStore._perform`).
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
@@ -14,7 +15,7 @@ from typing import Any, TypeVar
 from sqlalchemy.engine import URL, Engine
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
-from memstore.errors import InvalidArgumentError
+from memstore.errors import EventLoopError, InvalidArgumentError
 from memstore.store.base import StoreBase
 from memstore.store.engine import (
     ASYNC_DRIVERS,
@@ -30,6 +31,7 @@ from memstore.store.engine import (
 )
 from memstore.store.errors import translate_database_errors
 from memstore.store.handle import HandleBase
+from memstore.store.handoff import LoopConnection
 from memstore.store.migrate import check_ready, is_current, migrate_in, require_ready
 from memstore.store.operation import Asynchronous, Await, Program, Request, Run
 from memstore.store.plans import Boundary, Plan, Step, as_call
@@ -133,7 +135,9 @@ class AsyncSessionStore(StoreBase, Asynchronous):
     awaited. Call `await store.open()` (or use `async with`) before the first operation when
     `auto_migrate` is on: it migrates, or with `read_only=True` checks, the schema.
 
-    One store may be shared by every task of its event loop (not by several loops or threads).
+    One store may be shared by every task of its event loop, not by several loops or threads: a
+    call from another loop while its loop is open raises `EventLoopError` (its connections
+    belong to that loop; once the loop is closed, or after `close()`, another may take it).
     """
 
     def __init__(
@@ -155,10 +159,39 @@ class AsyncSessionStore(StoreBase, Asynchronous):
         self._auto_migrate = auto_migrate
         self._opened = False
         self._sync_engine: Engine | None = None
+        self._on_loop: LoopConnection | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_lock = threading.Lock()
+
+    def _on_its_loop(self) -> None:
+        """Bind the store to the running loop on first use; refuse any other loop while that
+        one is open (its connections and locks would hang or fail there)."""
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is not None and running is self._loop:
+            return
+        with self._loop_lock:
+            if running is not None and (self._loop is None or self._loop.is_closed()):
+                self._loop = running
+                return
+        raise EventLoopError(
+            "an AsyncSessionStore serves the tasks of one asyncio event loop, and this call "
+            + (
+                "comes from another loop (another thread's?) while the store's loop is open: "
+                "make one store per loop (or thread), or close() the store before another loop "
+                "takes it"
+                if running is not None
+                else "runs outside any asyncio loop (under trio?): call it from asyncio, or use "
+                "a SessionStore (sync), which any thread or loop may share"
+            )
+        )
 
     async def open(self) -> AsyncSessionStore:
         """Bring the schema up to date, or check it is when read-only (once; later calls return
         at once)."""
+        self._on_its_loop()
         if self._auto_migrate and not self._opened:
             try:
                 with translate_database_errors("opening the store"):
@@ -193,9 +226,12 @@ class AsyncSessionStore(StoreBase, Asynchronous):
 
     async def close(self) -> None:
         """Release the engine's connections."""
+        if self._on_loop is not None:
+            await self._on_loop.close()
         await self.engine.dispose()
         if self._sync_engine is not None:
             self._sync_engine.dispose()
+        self._loop = None  # another event loop may use the store now
 
     async def aclose(self) -> None:
         """Release the engine's connections (`close`, under the name asyncio code expects)."""
@@ -233,6 +269,7 @@ class AsyncSessionStore(StoreBase, Asynchronous):
 
     async def _perform(self, request: Request) -> Any:
         """Carry out one request of an operation's program (see `operation`)."""
+        self._on_its_loop()
         if isinstance(request, Run):
             return await self._run(request)
         if isinstance(request, Await):
@@ -244,15 +281,22 @@ class AsyncSessionStore(StoreBase, Asynchronous):
             return await asyncio.to_thread(request.call, engine)
 
     async def _run(self, request: Run[T]) -> T:
-        """Run a plan: on SQLite, the whole transaction on its own driver in a worker thread
-        (through aiosqlite every statement was a round trip to its thread, and an append took
-        10x the sync store's time); on PostgreSQL on the asyncio connection, a plan that does
-        file I/O as it goes in SQLAlchemy's worker greenlet on the connection's sync side."""
+        """Run a plan: on SQLite, on its own driver (through aiosqlite every statement was a
+        round trip to its thread, and an append took 10x the sync store's time), on the loop
+        until it would wait or run long, then in a worker thread (see `handoff`); a plan that
+        does file I/O as it goes, in a worker thread from the start. On PostgreSQL on the
+        asyncio connection, a plan that does file I/O in SQLAlchemy's worker greenlet on the
+        connection's sync side."""
         plan, write, action = request.plan, request.write, request.action
         if self.backend.async_in_thread:
             if not self._opened:
                 await self.open()
-            return await asyncio.to_thread(sync_run, self._sync(), plan, write=write, action=action)
+            if request.files:
+                engine = self._sync()
+                return await asyncio.to_thread(sync_run, engine, plan, write=write, action=action)
+            if self._on_loop is None:
+                self._on_loop = LoopConnection(self._sync())
+            return await self._on_loop.run(plan, write=write, action=action)
         with translate_database_errors(action):
             async with self.transaction(write=write) as connection:
                 if request.files:

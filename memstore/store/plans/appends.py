@@ -2,7 +2,7 @@
 search text, logging each append, and forking a path into a new session.
 
 The append path is hot: its statements are `Prepared` (compiled once, run on the driver's
-cursor), and one node or a batch goes through the same `_store_chain`.
+cursor), and one node or a batch goes through the same `store_chain`.
 """
 
 from __future__ import annotations
@@ -55,6 +55,7 @@ __all__ = [
     "fork_session",
     "insert_nodes",
     "insert_rows",
+    "store_chain",
 ]
 
 # Inserts of whole rows (every column but the generated key), one row per parameter dict.
@@ -93,7 +94,7 @@ def append_node(
     head = yield from ensure_session(backend, session_id, now)
     if not isinstance(expected_head, Unset) and head != expected_head:
         raise HeadMovedError(session_id, expected_head, head)
-    yield from _store_chain(backend, session_id, (node,), now)
+    yield from store_chain(backend, session_id, (node,), now)
 
 
 def chain_nodes(parent: str | None, turns: Sequence[Turn], created_at: int) -> list[SessionNode]:
@@ -153,7 +154,7 @@ def _append_turns(
             return landed
         raise HeadMovedError(session_id, expected_head, head)
     chain = chain_nodes(head if isinstance(parent, Unset) else parent, turns, stamp)
-    yield from _store_chain(backend, session_id, chain, now)
+    yield from store_chain(backend, session_id, chain, now)
     return chain
 
 
@@ -167,7 +168,7 @@ def _holds_chain(backend: Backend, session_id: str, chain: Sequence[SessionNode]
     return True
 
 
-def _store_chain(
+def store_chain(
     backend: Backend, session_id: str, chain: Sequence[SessionNode], now: int
 ) -> Plan[None]:
     """Insert the chain's new nodes, log one append per node and move the head to the last."""
