@@ -15,10 +15,11 @@ from typing import Any
 from sqlalchemy import Engine
 
 from memstore.graph import SessionGraph
-from memstore.store import compaction, importing, plans, search, short_ids
+from memstore.store import compaction, importing, plans, search
 from memstore.store.exchange import Exchange
 from memstore.store.keyed import KeyedAppends
 from memstore.store.migrate import current_revision, downgrade, upgrade
+from memstore.store.node_ids import NodeIds
 from memstore.store.operation import Await, OnEngine, Program, operation
 from memstore.store.plans import UNSET, SessionInfo, StoreStats, Unset
 from memstore.store.readonly import (
@@ -48,9 +49,10 @@ def _revision(engine: Engine) -> str | None:
         return current_revision(connection)
 
 
-class StoreBase(Exchange, KeyedAppends):
+class StoreBase(Exchange, KeyedAppends, NodeIds):
     """Every store operation (the session DAGs here, files in and out in `Exchange`, keyed
-    appends in `KeyedAppends`), without I/O; see the module docstring."""
+    appends in `KeyedAppends`, short node ids in `NodeIds`), without I/O; see the module
+    docstring."""
 
     @operation
     def clean_abandoned_imports(self, *, force: Collection[str] = ()) -> Program[list[str]]:
@@ -246,36 +248,6 @@ class StoreBase(Exchange, KeyedAppends):
     def head(self, session_id: str) -> Program[str | None]:
         """The session's head node id, or None."""
         return (yield from self._read(plans.head(session_id), "reading a head"))
-
-    @operation
-    def resolve_node_id(self, session_id: str, node_id: str) -> Program[str]:
-        """The full id of the node that `node_id` (the id, or a unique prefix of it) names.
-
-        Raises:
-            UnknownNodeError: no node of the session has or starts with that id.
-            AmbiguousNodeError: several nodes' ids start with it (they are listed).
-        """
-        plan = plans.resolve_node_id(session_id, node_id)
-        return (yield from self._read(plan, "looking up a node id"))
-
-    @operation
-    def short_node_ids(self, session_id: str, node_ids: Iterable[str]) -> Program[dict[str, str]]:
-        """Each of `node_ids` the session holds, mapped to the shortest prefix of it (8
-        characters at least) that no other id of the session starts with, as git shortens
-        hashes, or to the whole id when it starts another; `resolve_node_id` takes each back
-        to its id. Ids the session does not hold are left out."""
-        plan = short_ids.short_node_ids(session_id, node_ids)
-        return (yield from self._read(plan, "shortening node ids"))
-
-    @operation
-    def short_node_ids_by_session(
-        self, node_ids: Iterable[tuple[str, str]]
-    ) -> Program[dict[tuple[str, str], str]]:
-        """`short_node_ids` of several sessions in one read: each (session id, node id) pair
-        whose session holds the node, mapped to the node's short form (a listing of many
-        sessions asks once, not once per session). Pairs of nodes not held are left out."""
-        plan = short_ids.short_node_ids_by_session(node_ids)
-        return (yield from self._read(plan, "shortening node ids"))
 
     @operation
     def sessions(
