@@ -19,6 +19,7 @@ from memstore.errors import UnknownSessionError
 from memstore.graph import SessionGraph, system_clock
 from memstore.store import plans
 from memstore.store.plans import Plan
+from memstore.store.policy import Backend
 from memstore.store.tables import NOT_IMPORTING, sessions
 from memstore.types import (
     Channel,
@@ -105,7 +106,7 @@ class _UsageCounter:
         )
 
 
-def read_head_path(dialect: str, session_id: str) -> Plan[tuple[str | None, list[SessionNode]]]:
+def read_head_path(backend: Backend, session_id: str) -> Plan[tuple[str | None, list[SessionNode]]]:
     """The session's head and the nodes from the root to it.
 
     Raises:
@@ -120,7 +121,7 @@ def read_head_path(dialect: str, session_id: str) -> Plan[tuple[str | None, list
         raise UnknownSessionError(f"no session {session_id!r}")
     if row.head is None:
         return None, []
-    path = yield from plans.load_path_nodes(dialect, session_id, row.head)
+    path = yield from plans.load_path_nodes(backend, session_id, row.head)
     return row.head, path
 
 
@@ -196,7 +197,7 @@ async def draft_branch(
 
 
 def append_branch(
-    dialect: str,
+    backend: Backend,
     session_id: str,
     nodes: Sequence[SessionNode],
     expected_head: str | None,
@@ -211,6 +212,6 @@ def append_branch(
     head = expected_head
     for position, node in enumerate(nodes):
         cost = usage if position == 0 else None
-        yield from plans.append_node(dialect, session_id, node, head, cost)
+        yield from plans.append_node(backend, session_id, node, head, cost)
         head = node.id
     return head

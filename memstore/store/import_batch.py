@@ -14,17 +14,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import case, literal
+from sqlalchemy import case, literal, text
 
 from memstore.errors import MemstoreError
 from memstore.jsonl import Record
 from memstore.store.plans import INSERT_RECORDS, Plan, insert_rows
 from memstore.store.plans.appends import upsert_usage
+from memstore.store.policy import Backend
 from memstore.store.rows import stored_rows
 from memstore.store.tables import sessions
 from memstore.usage import NodeUsage
 
-__all__ = ["BATCH_ROWS", "FileImport", "FileProgress", "ImportBatch", "ImportReport", "Progress"]
+__all__ = [
+    "BATCH_ROWS",
+    "FileImport",
+    "FileProgress",
+    "ImportBatch",
+    "ImportReport",
+    "Progress",
+    "start_import",
+]
 
 BATCH_ROWS = 1000
 """Records inserted (and read back, on export) a batch at a time. Read as
@@ -34,6 +43,12 @@ Progress = Callable[[int, int], None]
 FileProgress = Callable[[Path], AbstractContextManager[Progress | None]]
 """Given each file as its import starts: a context around that file's import, giving its
 progress callback (bytes read, records) or None."""
+
+
+def start_import(backend: Backend) -> Plan[None]:
+    """Run the statements an import's transaction starts with on `backend`."""
+    for statement in backend.import_setup:
+        yield text(statement)
 
 
 @dataclass
@@ -76,8 +91,8 @@ class ImportReport:
 class ImportBatch:
     """Rows waiting to be inserted: nodes first (blocks and records refer to them)."""
 
-    def __init__(self, dialect: str, session_id: str) -> None:
-        self.dialect = dialect
+    def __init__(self, backend: Backend, session_id: str) -> None:
+        self.backend = backend
         self.session_id = session_id
         self.nodes: list[dict[str, Any]] = []
         self.blocks: list[Iterable[dict[str, Any]]] = []  # each node's rows, built as inserted
@@ -146,12 +161,12 @@ class ImportBatch:
         """Insert what is queued: nodes, their blocks and search text, then the records."""
         if self.nodes:
             blocks = itertools.chain.from_iterable(self.blocks)
-            yield from insert_rows(self.dialect, self.session_id, self.nodes, blocks)
+            yield from insert_rows(self.backend, self.session_id, self.nodes, blocks)
             self.nodes, self.blocks = [], []
         if self.records:
             yield INSERT_RECORDS, self.records
             self.records = []
         if self.usage:
-            yield from upsert_usage(self.dialect, self.usage)
+            yield from upsert_usage(self.backend, self.usage)
             self.usage = []
         self.node_ids = set()

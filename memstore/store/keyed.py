@@ -51,5 +51,5 @@ class KeyedAppends(StoreCore):
             InvalidArgumentError: `keys` is not one per turn, or a key is no such string.
             InvalidTurnError: a turn breaks the contract; nothing was written.
         """
-        plan = append_keyed(self.dialect, session_id, turns, keys, revise, usage)
+        plan = append_keyed(self.backend, session_id, turns, keys, revise, usage)
         return (yield from self._write(plan, f"appending to session {session_id!r}"))

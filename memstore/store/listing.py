@@ -130,7 +130,7 @@ class Listing(StoreCore):
         Raises:
             InvalidArgumentError: `by` is none of those, or `limit` is below 0.
         """
-        plan = plans.usage_totals(self.dialect, by, limit)
+        plan = plans.usage_totals(self.backend, by, limit)
         return (yield from self._read(plan, "totalling usage"))
 
     @operation
@@ -146,7 +146,7 @@ class Listing(StoreCore):
             UnknownNodeError: the session has no node `leaf`.
         """
         path = yield from self._read(
-            plans.load_path_nodes(self.dialect, session_id, leaf), "loading a path"
+            plans.load_path_nodes(self.backend, session_id, leaf), "loading a path"
         )
         turns = [node.turn for node in path]
         if not usage_aware:

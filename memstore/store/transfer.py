@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from sqlalchemy import text, update
+from sqlalchemy import update
 
 from memstore import jsjson
 from memstore.errors import InvalidArgumentError, JsonlError, MemstoreError
@@ -29,6 +29,7 @@ from memstore.store.import_batch import (
     ImportBatch,
     ImportReport,
     Progress,
+    start_import,
 )
 from memstore.store.owners import ImportOwner, release
 from memstore.store.plans import (
@@ -39,6 +40,7 @@ from memstore.store.plans import (
     now_ms,
     stored_ids,
 )
+from memstore.store.policy import Backend
 from memstore.store.stored_lines import export_session, match_prefix
 from memstore.store.tables import sessions
 from memstore.types import Migrator, is_storable_text, validate_session_id
@@ -163,7 +165,7 @@ def _usage_lines(path: Path, chunk: list[Record]) -> dict[int, tuple[str, NodeUs
 
 
 def _known_ids(
-    dialect: str,
+    backend: Backend,
     session_id: str,
     chunk: list[Record],
     batch: ImportBatch,
@@ -179,12 +181,12 @@ def _known_ids(
         for node_id in named
         if node_id is not None and node_id not in batch.node_ids and is_storable_text(node_id)
     ]
-    stored = stored_ids(dialect, session_id, wanted)
+    stored = stored_ids(backend, session_id, wanted)
     return set((yield stored).scalars()) | batch.node_ids if wanted else set(batch.node_ids)
 
 
 def import_file(
-    dialect: str,
+    backend: Backend,
     path: Path,
     session_id: str,
     *,
@@ -201,20 +203,19 @@ def import_file(
     options = _ImportOptions(migrators, verify, keep_mismatched, progress)
     report = FileImport(path, session_id)
     with path.open("rb") as file:
-        if dialect == "postgresql":
-            # Plans cached while the tables were small (say, empty and never analyzed) would
-            # keep checking foreign keys by sequential scan as the import grows them.
-            yield text("SET LOCAL plan_cache_mode = force_custom_plan")
+        yield from start_import(backend)
         owner = ImportOwner.mine()
         try:
-            if dialect == "sqlite" and (yield from importing.claim_new_session(session_id, owner)):
-                yield from _import_new(dialect, report, file, options, owner)
+            if backend.imports_commit_as_they_go and (
+                yield from importing.claim_new_session(backend, session_id, owner)
+            ):
+                yield from _import_new(backend, report, file, options, owner)
                 return report
         finally:
             release(owner)
-        report.leaf = yield from ensure_session(dialect, session_id, now_ms())
+        report.leaf = yield from ensure_session(backend, session_id, now_ms())
         offset, lines = yield from match_prefix(path, session_id, file)
-        batch = yield from _import_records(dialect, report, file, options, offset, lines)
+        batch = yield from _import_records(backend, report, file, options, offset, lines)
     report.unchanged = report.records == 0
     if not report.unchanged:
         yield (
@@ -226,7 +227,7 @@ def import_file(
 
 
 def _import_new(
-    dialect: str,
+    backend: Backend,
     report: FileImport,
     file: BinaryIO,
     options: _ImportOptions,
@@ -236,7 +237,7 @@ def _import_new(
     `importing`); a refused or failed import deletes what it committed."""
     chunks = importing.Chunks()
     try:
-        batch = yield from _import_records(dialect, report, file, options, 0, 0, chunks)
+        batch = yield from _import_records(backend, report, file, options, 0, 0, chunks)
         values = {"head": report.leaf, **batch.session_times()}
         yield from importing.complete(report.session_id, owner, values)
     except GeneratorExit:
@@ -253,7 +254,7 @@ def _import_new(
 
 
 def _import_records(
-    dialect: str,
+    backend: Backend,
     report: FileImport,
     file: BinaryIO,
     options: _ImportOptions,
@@ -265,7 +266,7 @@ def _import_records(
     report's counts and leaf. With `chunks`, commit when they say (see `importing`)."""
     path, session_id, progress = report.path, report.session_id, options.progress
     outcome = ReadOutcome([])
-    batch = ImportBatch(dialect, session_id)
+    batch = ImportBatch(backend, session_id)
     records = read_records(
         path, file, options.migrators, offset=offset, number=lines + 1, outcome=outcome
     )
@@ -273,7 +274,7 @@ def _import_records(
         # The ids these lines name that the session holds already.
         usages = _usage_lines(path, chunk)
         named = (node for node, _ in usages.values())
-        known = yield from _known_ids(dialect, session_id, chunk, batch, named)
+        known = yield from _known_ids(backend, session_id, chunk, batch, named)
         for position, record in enumerate(chunk):
             if position in usages:
                 node, usage = usages[position]
@@ -321,7 +322,7 @@ def import_targets(path: Path, session_id: str | None = None) -> list[tuple[Path
 
 
 def import_plans(
-    dialect: str,
+    backend: Backend,
     path: Path,
     session_id: str | None,
     *,
@@ -336,7 +337,7 @@ def import_plans(
         yield (
             file,
             import_file(
-                dialect,
+                backend,
                 file,
                 target,
                 migrators=migrators,

@@ -12,7 +12,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import bindparam, insert, update
-from sqlalchemy.dialects import postgresql, sqlite
 
 from memstore import jsjson
 from memstore.errors import (
@@ -32,6 +31,7 @@ from memstore.store.plans.nodes import (
 from memstore.store.plans.paths import load_path_nodes
 from memstore.store.plans.search_index import index_new_nodes
 from memstore.store.plans.sessions import ensure_session, refuse_taken_id
+from memstore.store.policy import Backend
 from memstore.store.prepared import Prepared
 from memstore.store.rows import stored_rows
 from memstore.store.tables import node_blocks, node_usage, nodes, records, sessions
@@ -119,14 +119,11 @@ def parse_usages(usage: UsagesLike, count: int) -> list[NodeUsage | None]:
     return [None if item is None else parse_usage(item) for item in usage]
 
 
-_UPSERT_USAGE = {
-    name: module.insert(node_usage)
-    for name, module in (("postgresql", postgresql), ("sqlite", sqlite))
-}
-
-
 def store_usage(
-    dialect: str, session_id: str, node_ids: Sequence[str], usages: Sequence[NodeUsage | None]
+    backend: Backend,
+    session_id: str,
+    node_ids: Sequence[str],
+    usages: Sequence[NodeUsage | None],
 ) -> Plan[None]:
     """Write (or replace) the `node_usage` rows of the nodes that `usages` gives one for."""
     rows = [
@@ -134,10 +131,12 @@ def store_usage(
         for node_id, usage in zip(node_ids, usages, strict=False)
         if usage is not None
     ]
-    yield from upsert_usage(dialect, rows)
+    yield from upsert_usage(backend, rows)
 
 
-def record_usage(dialect: str, session_id: str, node_id: str | None, usage: UsageLike) -> Plan[str]:
+def record_usage(
+    backend: Backend, session_id: str, node_id: str | None, usage: UsageLike
+) -> Plan[str]:
     """Store `usage` for the session's node `node_id` (None: its head), replacing any earlier,
     with its usage line in the log (so in the JSONL export); returns the node's id.
 
@@ -149,29 +148,29 @@ def record_usage(dialect: str, session_id: str, node_id: str | None, usage: Usag
     parsed = parse_usage(usage)
     validate_session_id(session_id)
     refuse_bad_node_ids(session_id, node_id)
-    head = yield from ensure_session(dialect, session_id, now_ms())
+    head = yield from ensure_session(backend, session_id, now_ms())
     target = head if node_id is None else node_id
     if target is None:
         raise UnknownSessionError(f"session {session_id!r} has no turns to record usage for")
-    if target not in (yield from stored_node_rows(dialect, session_id, [target])):
+    if target not in (yield from stored_node_rows(backend, session_id, [target])):
         raise UnknownNodeError(session_id, target)
     raw = usage_record(target, parsed) + "\n"
     yield INSERT_RECORDS, {"session_id": session_id, "kind": "other", "node_id": None, "raw": raw}
-    yield from store_usage(dialect, session_id, [target], [parsed])
+    yield from store_usage(backend, session_id, [target], [parsed])
     return target
 
 
-def upsert_usage(dialect: str, rows: Sequence[Mapping[str, Any]]) -> Plan[None]:
+def upsert_usage(backend: Backend, rows: Sequence[Mapping[str, Any]]) -> Plan[None]:
     """Insert `node_usage` rows, replacing a node's earlier usage."""
     if rows:
-        upsert = _UPSERT_USAGE["postgresql" if dialect == "postgresql" else "sqlite"]
+        upsert = backend.insert(node_usage)
         columns = {name: upsert.excluded[name] for name in NodeUsage.__dataclass_fields__}
         keys = [node_usage.c.session_id, node_usage.c.node_id]
         yield upsert.on_conflict_do_update(index_elements=keys, set_=columns), list(rows)
 
 
 def append_node(
-    dialect: str,
+    backend: Backend,
     session_id: str,
     node: SessionNode,
     expected_head: str | Unset | None = UNSET,
@@ -182,10 +181,10 @@ def append_node(
     validate_session_id(session_id)
     refuse_bad_node_ids(session_id, node.id, node.parent)
     now = now_ms()
-    head = yield from ensure_session(dialect, session_id, now)
+    head = yield from ensure_session(backend, session_id, now)
     if not isinstance(expected_head, Unset) and head != expected_head:
         raise HeadMovedError(session_id, expected_head, head)
-    yield from store_chain(dialect, session_id, (node,), now, [usage] if usage else [])
+    yield from store_chain(backend, session_id, (node,), now, [usage] if usage else [])
 
 
 def chain_nodes(parent: str | None, turns: Sequence[Turn], created_at: int) -> list[SessionNode]:
@@ -199,7 +198,7 @@ def chain_nodes(parent: str | None, turns: Sequence[Turn], created_at: int) -> l
 
 
 def append_turns(
-    dialect: str,
+    backend: Backend,
     session_id: str,
     turns: Iterable[TurnLike],
     expected_head: str | Unset | None = UNSET,
@@ -224,11 +223,11 @@ def append_turns(
         raise InvalidArgumentError(f"created_at is epoch milliseconds (an int), not {created_at!r}")
     refuse_bad_node_ids(session_id, expected_head, parent)
     usages = parse_usages(usage, len(parsed))
-    return _append_turns(dialect, session_id, parsed, expected_head, created_at, parent, usages)
+    return _append_turns(backend, session_id, parsed, expected_head, created_at, parent, usages)
 
 
 def _append_turns(
-    dialect: str,
+    backend: Backend,
     session_id: str,
     turns: Sequence[Turn],
     expected_head: str | Unset | None,
@@ -239,22 +238,22 @@ def _append_turns(
     if not turns:
         return []
     now = now_ms()
-    head = yield from ensure_session(dialect, session_id, now)
+    head = yield from ensure_session(backend, session_id, now)
     stamp = now if created_at is None else created_at
     if not isinstance(expected_head, Unset) and head != expected_head:
         base = expected_head if isinstance(parent, Unset) else parent
         landed = chain_nodes(base, turns, stamp)
-        if created_at is not None and (yield from _holds_chain(dialect, session_id, landed)):
+        if created_at is not None and (yield from _holds_chain(backend, session_id, landed)):
             return landed
         raise HeadMovedError(session_id, expected_head, head)
     chain = chain_nodes(head if isinstance(parent, Unset) else parent, turns, stamp)
-    yield from store_chain(dialect, session_id, chain, now, usages)
+    yield from store_chain(backend, session_id, chain, now, usages)
     return chain
 
 
-def _holds_chain(dialect: str, session_id: str, chain: Sequence[SessionNode]) -> Plan[bool]:
+def _holds_chain(backend: Backend, session_id: str, chain: Sequence[SessionNode]) -> Plan[bool]:
     """Whether the session holds every node of `chain` already (the batch landed before)."""
-    found = yield from stored_node_rows(dialect, session_id, [node.id for node in chain])
+    found = yield from stored_node_rows(backend, session_id, [node.id for node in chain])
     for node in chain:
         if node.id not in found:
             return False
@@ -263,7 +262,7 @@ def _holds_chain(dialect: str, session_id: str, chain: Sequence[SessionNode]) ->
 
 
 def store_chain(
-    dialect: str,
+    backend: Backend,
     session_id: str,
     chain: Sequence[SessionNode],
     now: int,
@@ -273,7 +272,7 @@ def store_chain(
     usage and move the head to the last."""
     parent = chain[0].parent
     wanted = [node.id for node in chain] + ([parent] if parent is not None else [])
-    found = yield from stored_node_rows(dialect, session_id, wanted)
+    found = yield from stored_node_rows(backend, session_id, wanted)
     if parent is not None and parent not in found:
         raise UnknownNodeError(session_id, parent)
     new: list[SessionNode] = []
@@ -283,14 +282,14 @@ def store_chain(
         else:
             new.append(node)
     if new:
-        yield from insert_nodes(dialect, session_id, new)
+        yield from insert_nodes(backend, session_id, new)
     yield append_records(session_id, chain, usages)
     if usages:
-        yield from store_usage(dialect, session_id, [node.id for node in chain], usages)
+        yield from store_usage(backend, session_id, [node.id for node in chain], usages)
     yield _MOVE_HEAD, {"session_id": session_id, "new_head": chain[-1].id, "now": now}
 
 
-def insert_nodes(dialect: str, session_id: str, new_nodes: Sequence[SessionNode]) -> Plan[None]:
+def insert_nodes(backend: Backend, session_id: str, new_nodes: Sequence[SessionNode]) -> Plan[None]:
     """Insert nodes (parents first) with their blocks."""
     node_rows: list[dict[str, Any]] = []
     blocks: list[Iterable[dict[str, Any]]] = []
@@ -305,11 +304,11 @@ def insert_nodes(dialect: str, session_id: str, new_nodes: Sequence[SessionNode]
         row, rows = stored_rows(session_id, node.id, node.parent, node.created_at, turn, text)
         node_rows.append(row)
         blocks.append(rows)
-    yield from insert_rows(dialect, session_id, node_rows, itertools.chain.from_iterable(blocks))
+    yield from insert_rows(backend, session_id, node_rows, itertools.chain.from_iterable(blocks))
 
 
 def insert_rows(
-    dialect: str,
+    backend: Backend,
     session_id: str,
     node_rows: Sequence[Mapping[str, Any]],
     blocks: Iterable[Mapping[str, Any]],
@@ -322,11 +321,13 @@ def insert_rows(
     rows = iter(blocks)
     while batch := list(itertools.islice(rows, BLOCK_ROWS)):
         yield INSERT_BLOCKS, batch
-    if dialect == "sqlite" and node_rows:  # PostgreSQL's index is an expression index
+    if backend.writes_text_index and node_rows:
         yield from index_new_nodes(session_id, node_rows)
 
 
-def fork_session(dialect: str, source_id: str, leaf: str | None, new_id: str) -> Plan[str | None]:
+def fork_session(
+    backend: Backend, source_id: str, leaf: str | None, new_id: str
+) -> Plan[str | None]:
     """Copy the path to `leaf` (default: the head) of one session into a new session.
 
     The new session's records are those the original writer would have written for appending
@@ -336,11 +337,11 @@ def fork_session(dialect: str, source_id: str, leaf: str | None, new_id: str) ->
     if (yield session_row(source_id)).first() is None:
         raise UnknownSessionError(f"no session {source_id!r}")
     yield from refuse_taken_id(new_id)
-    path = yield from load_path_nodes(dialect, source_id, leaf)
+    path = yield from load_path_nodes(backend, source_id, leaf)
     now = now_ms()
     new_head = path[-1].id if path else None
     yield insert(sessions).values(id=new_id, head=new_head, created_at=now, updated_at=now)
     if path:
-        yield from insert_nodes(dialect, new_id, path)
+        yield from insert_nodes(backend, new_id, path)
         yield append_records(new_id, path)
     return new_head

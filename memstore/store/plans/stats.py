@@ -11,6 +11,7 @@ from sqlalchemy import ColumnElement, Table, func, literal_column, select
 
 from memstore.errors import InvalidArgumentError
 from memstore.store.plans.contract import Plan
+from memstore.store.policy import Backend
 from memstore.store.tables import (
     NOT_IMPORTING,
     node_blocks,
@@ -105,7 +106,7 @@ class UsageTotals:
     cost_usd: float
 
 
-def usage_totals(dialect: str, by: str, limit: int | None = None) -> Plan[list[UsageTotals]]:
+def usage_totals(backend: Backend, by: str, limit: int | None = None) -> Plan[list[UsageTotals]]:
     """`node_usage` summed by session, model or day (UTC), the most expensive first (then by
     tokens and key).
 
@@ -118,7 +119,7 @@ def usage_totals(dialect: str, by: str, limit: int | None = None) -> Plan[list[U
         raise InvalidArgumentError(f"a limit is a whole number >= 0, not {limit!r}")
     if by == "day":
         created = f"{nodes.name}.{nodes.c.created_at.name}"
-        day = _DAY["postgresql" if dialect == "postgresql" else "sqlite"].format(created=created)
+        day = _DAY[backend.name].format(created=created)
         key: Any = literal_column(day)
     else:
         key = node_usage.c.session_id if by == "session" else node_usage.c.model
