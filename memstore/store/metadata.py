@@ -33,7 +33,7 @@ class SessionMetadata(StoreCore):
         `expected_head` works as in `append_many`; `exists` True or False requires `session_id`
         to exist (UnknownSessionError) or not (SessionExistsError)."""
         plan = plans.append_merging_metadata(
-            self.dialect, session_id, list(turns), merges, expected_head, exists
+            self.backend, session_id, list(turns), merges, expected_head, exists
         )
         return (yield from self._write(plan, f"appending to session {session_id!r}"))
 

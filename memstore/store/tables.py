@@ -17,6 +17,9 @@ Alembic revisions in `migrations/` create and evolve these tables; a test checks
   unknown record types).
 - `node_usage`: what the model call behind an imported node cost (provider, model, tokens,
   US dollars), one row per node whose source file says so (pi and Claude Code imports).
+- `node_keys`: a key a writer gave a node, unique in its session (`append_keyed`: a Claude Agent
+  SDK entry's `uuid`), so that an append skips the turns stored already by a primary-key lookup
+  inside its transaction (migration 0021).
 - `nodes_fts` (SQLite only, made by migration 0002, not modelled here): the FTS5 index of a
   node's search text. The store fills it as it inserts nodes; triggers keep it on delete and
   update. Since migration 0016 it is external-content over the `node_search` view, which derives
@@ -69,6 +72,7 @@ __all__ = [
     "POSTGRESQL_ONLY",
     "metadata",
     "node_blocks",
+    "node_keys",
     "node_search",
     "node_usage",
     "nodes",
@@ -217,6 +221,17 @@ node_usage = Table(
     Column("cache_read_tokens", BigInteger, nullable=True),
     Column("cache_write_tokens", BigInteger, nullable=True),
     Column("cost_usd", Float, nullable=True),
+    ForeignKeyConstraint(
+        ["session_id", "node_id"], ["nodes.session_id", "nodes.id"], ondelete="CASCADE"
+    ),
+)
+
+node_keys = Table(
+    "node_keys",
+    metadata,
+    Column("session_id", Id, primary_key=True),
+    Column("key", Id, primary_key=True),
+    Column("node_id", Id, nullable=False),
     ForeignKeyConstraint(
         ["session_id", "node_id"], ["nodes.session_id", "nodes.id"], ondelete="CASCADE"
     ),
