@@ -17,6 +17,9 @@ Alembic revisions in `migrations/` create and evolve these tables; a test checks
   unknown record types).
 - `node_usage`: what the model call behind an imported node cost (provider, model, tokens,
   US dollars), one row per node whose source file says so (pi and Claude Code imports).
+- `node_keys`: a key a writer gave a node, unique in its session (`append_keyed`: a Claude Agent
+  SDK entry's `uuid`), so that an append skips the turns stored already by a primary-key lookup
+  inside its transaction (migration 0021).
 - `nodes_fts` (SQLite only, made by migration 0002, not modelled here): the FTS5 index of a
   node's search text. The store fills it as it inserts nodes; triggers keep it on delete and
   update. Since migration 0016 it is external-content over the `node_search` view, which derives
@@ -28,7 +31,7 @@ Alembic revisions in `migrations/` create and evolve these tables; a test checks
 - `nodes_fts_chars` (SQLite only, made by migration 0012, not modelled here): a contentless FTS5
   index of `nodes.search_chars` (the characters of scripts written without spaces, one word each),
   for rows where it is not empty; filled and kept the same way.
-- PostgreSQL's search vectors (`POSTGRESQL_ONLY`, migration 0021): `nodes.search_vector` and
+- PostgreSQL's search vectors (`POSTGRESQL_ONLY`, migration 0022): `nodes.search_vector` and
   `nodes.search_chars_vector`, the tsvectors of the two texts (their first `PG_INDEXED_CHARS`
   characters), folded in Python as they are written (`SearchVector`), under plain GIN indexes
   (`ix_nodes_search`, `ix_nodes_search_chars`, not modelled here). NULL for an empty text.
@@ -80,6 +83,7 @@ __all__ = [
     "SearchVector",
     "metadata",
     "node_blocks",
+    "node_keys",
     "node_search",
     "node_usage",
     "nodes",
@@ -114,13 +118,13 @@ POSTGRESQL_ONLY = {"dialects": ("postgresql",)}
 TS_CONFIG = "simple"  # no stemming, like FTS5's unicode61: the same matches on both backends
 PG_INDEXED_CHARS = 250_000
 """How much of a text PostgreSQL's search vectors hold: 4 bytes a character stays under the
-1 MiB a tsvector can hold (migration 0017 chose the number; 0021 fills the vectors with it)."""
+1 MiB a tsvector can hold (migration 0017 chose the number; 0022 fills the vectors with it)."""
 
 
 class SearchVector(TypeDecorator[str]):
     """A PostgreSQL tsvector written from a text: the store binds the text, which is folded in
     Python (`folding.sql_fold` of its first `PG_INDEXED_CHARS` characters) and made a vector by
-    `to_tsvector` in the INSERT, so that no SQL folding runs per row (migration 0021). An empty
+    `to_tsvector` in the INSERT, so that no SQL folding runs per row (migration 0022). An empty
     text is NULL (matches nothing, takes no room)."""
 
     impl = TSVECTOR
@@ -253,6 +257,17 @@ node_usage = Table(
     Column("cache_read_tokens", BigInteger, nullable=True),
     Column("cache_write_tokens", BigInteger, nullable=True),
     Column("cost_usd", Float, nullable=True),
+    ForeignKeyConstraint(
+        ["session_id", "node_id"], ["nodes.session_id", "nodes.id"], ondelete="CASCADE"
+    ),
+)
+
+node_keys = Table(
+    "node_keys",
+    metadata,
+    Column("session_id", Id, primary_key=True),
+    Column("key", Id, primary_key=True),
+    Column("node_id", Id, nullable=False),
     ForeignKeyConstraint(
         ["session_id", "node_id"], ["nodes.session_id", "nodes.id"], ondelete="CASCADE"
     ),

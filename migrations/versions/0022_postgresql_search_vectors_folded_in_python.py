@@ -7,8 +7,8 @@ ranked each match by folding its text again (a word in every session: 0.85 s bef
 with it). The store fills the columns (`memstore.store.tables.SearchVector`); this revision
 fills them for the rows stored before it, with the function once. SQLite's FTS5 is unchanged.
 
-Revision ID: 0021
-Revises: 0020
+Revision ID: 0022
+Revises: 0021
 Create Date: 2026-12-06
 """
 
@@ -16,8 +16,8 @@ from collections.abc import Sequence
 
 from alembic import op
 
-revision: str = "0021"
-down_revision: str | None = "0020"
+revision: str = "0022"
+down_revision: str | None = "0021"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
