@@ -4,22 +4,23 @@ Each operation is one method: a program (see `operation`) that yields the plans 
 says nothing of how they run. The shells, `sync.SessionStore` and `aio.AsyncSessionStore`, carry
 the requests out; reading an operation through either gives the method a user calls, with this
 signature and docstring. To add an operation, write one method here (or in `exchange` for files
-in and out) and decorate it with `@operation`.
+in and out, `retention` for expiry and pruning) and decorate it with `@operation`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Engine
 
 from memstore.graph import SessionGraph
 from memstore.store import compaction, importing, plans, search, short_ids
-from memstore.store.exchange import Exchange
 from memstore.store.migrate import current_revision, downgrade, upgrade
 from memstore.store.operation import Await, OnEngine, Program, operation
 from memstore.store.plans import UNSET, SessionInfo, StoreStats, Unset
+from memstore.store.plans.retention import epoch_ms
 from memstore.store.readonly import (
     DEFAULT_MEMORY_MB,
     DEFAULT_QUERY_SECONDS,
@@ -27,6 +28,7 @@ from memstore.store.readonly import (
     QueryResult,
     run_read_only,
 )
+from memstore.store.retention import Retention
 from memstore.store.search import SearchHit
 from memstore.store.time_limits import DEFAULT_SEARCH_SECONDS
 from memstore.types import (
@@ -47,9 +49,9 @@ def _revision(engine: Engine) -> str | None:
         return current_revision(connection)
 
 
-class StoreBase(Exchange):
-    """Every store operation (the session DAGs here, files in and out in `Exchange`), without
-    I/O; see the module docstring."""
+class StoreBase(Retention):
+    """Every store operation (the session DAGs here, files in and out in `Exchange`, expiry
+    and pruning in `Retention`), without I/O; see the module docstring."""
 
     @operation
     def clean_abandoned_imports(self, *, force: Collection[str] = ()) -> Program[list[str]]:
@@ -274,10 +276,18 @@ class StoreBase(Exchange):
         title: str | Unset | None = UNSET,
         tags: Sequence[str] | Unset = UNSET,
         metadata: Mapping[str, Any] | Unset | None = UNSET,
+        expires_at: int | datetime | Unset | None = UNSET,
     ) -> Program[None]:
-        """Set a session's title, tags (replacing them) or metadata object."""
+        """Set a session's title, tags (replacing them), metadata object or expiry
+        (`expires_at`: epoch ms or an aware datetime; None: its tags' or the store's default),
+        which `prune(expired=True)` honours."""
         plan = plans.update_session(
-            self.dialect, session_id, title=title, tags=tags, metadata=metadata
+            self.dialect,
+            session_id,
+            title=title,
+            tags=tags,
+            metadata=metadata,
+            expires_at=epoch_ms(expires_at),
         )
         yield from self._write(plan, f"updating session {session_id!r}")
 

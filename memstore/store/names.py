@@ -25,7 +25,9 @@ VERSION_TABLE = "memstore_alembic_version"
 LEGACY_VERSION_TABLE = "alembic_version"
 """Where memstore kept its revision before it had a table of its own (moved on upgrade)."""
 
-TABLES = frozenset({"sessions", "session_tags", "nodes", "node_blocks", "records", "node_usage"})
+TABLES = frozenset(
+    {"sessions", "session_tags", "nodes", "node_blocks", "records", "node_usage", "expiry_defaults"}
+)
 """memstore's tables (`memstore.store.tables` models them; a test checks the two agree)."""
 
 _FILTERED_VIEWS = ("blocks", "turns", "tool_calls", "session_stats", "session_sources")

@@ -10,7 +10,8 @@ one's result, driven by `SessionStore` on a `Connection` and by `AsyncSessionSto
 - `appends`: appending turns and nodes, inserting rows, forking a path into a new session;
 - `search_index`: writing SQLite's full-text index and its backlog;
 - `paths`: reading the path from the root to a leaf, or its newest turns;
-- `stats`: totals over the whole store.
+- `stats`: totals over the whole store;
+- `retention`: when sessions expire, and pruning sessions and branches no head reaches.
 
 This package re-exports what the rest of memstore uses, so that callers name `plans.X`.
 """
@@ -55,6 +56,14 @@ from memstore.store.plans.nodes import (
     stored_ids,
 )
 from memstore.store.plans.paths import load_path, load_path_nodes
+from memstore.store.plans.retention import (
+    ExpiryDefaults,
+    PruneFilters,
+    PruneReport,
+    expiry_defaults_of,
+    prune,
+    set_expiry_default,
+)
 from memstore.store.plans.search_index import (
     LONG_TEXT,
     SEARCH_BACKLOG,
@@ -85,7 +94,10 @@ __all__ = [
     "SEARCH_BACKLOG",
     "UNSET",
     "Boundary",
+    "ExpiryDefaults",
     "Plan",
+    "PruneFilters",
+    "PruneReport",
     "SessionInfo",
     "Step",
     "StepResult",
@@ -100,6 +112,7 @@ __all__ = [
     "chain_nodes",
     "delete_session",
     "ensure_session",
+    "expiry_defaults_of",
     "fork_session",
     "head",
     "index_backlog",
@@ -117,9 +130,11 @@ __all__ = [
     "node_rows",
     "nodes_from_rows",
     "now_ms",
+    "prune",
     "refuse_bad_node_ids",
     "resolve_node_id",
     "session_info",
+    "set_expiry_default",
     "store_stats",
     "stored_ids",
     "update_session",

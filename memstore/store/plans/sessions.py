@@ -72,6 +72,8 @@ class SessionInfo:
     title: str | None = None
     tags: tuple[str, ...] = ()
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    expires_at: int | None = None
+    """Its own expiry time (epoch ms; None: its tags' or the store's default, if any)."""
 
     @property
     def agent(self) -> str:
@@ -240,6 +242,7 @@ def list_sessions(
             title=row.title,
             tags=tuple(tags.get(row.id, ())),
             metadata=row.meta or {},
+            expires_at=row.expires_at,
         )
         for row in rows
     ]
@@ -272,8 +275,9 @@ def update_session(
     title: str | Unset | None = UNSET,
     tags: Sequence[str] | Unset = UNSET,
     metadata: Mapping[str, Any] | Unset | None = UNSET,
+    expires_at: int | Unset | None = UNSET,
 ) -> Plan[None]:
-    """Set a session's title, tags or metadata (creating an empty session if needed)."""
+    """Set a session's title, tags, metadata or expiry (creating an empty session if needed)."""
     validate_session_id(session_id)
     yield from ensure_session(dialect, session_id, now_ms())
     values: dict[str, Any] = {}
@@ -281,6 +285,8 @@ def update_session(
         values["title"] = title
     if not isinstance(metadata, Unset):
         values["meta"] = dict(metadata) if metadata is not None else None
+    if not isinstance(expires_at, Unset):
+        values["expires_at"] = expires_at
     if values:
         yield update(sessions).where(sessions.c.id == session_id).values(**values)
     if not isinstance(tags, Unset):
