@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from memstore import ExpiryDefaults, PruneReport, SessionGraph, SessionNode, SessionStore
 from memstore.errors import InvalidArgumentError
 
+from .test_cli import invoke
 from .test_query import check_fts
 
 VIEWS = ("blocks", "turns", "tool_calls", "session_stats", "session_sources")
@@ -374,3 +375,53 @@ def check_report_is_deletion(
         assert all(n.parent is None or n.parent in kept for n in graph.all())
         assert store.head(sid) == heads[sid]
         assert store.load_path_nodes(sid) == paths[sid]
+
+
+# --- the command line -------------------------------------------------------------------------
+
+
+def test_memstore_prune_reports_then_deletes_with_yes(database_url: str) -> None:
+    with SessionStore(database_url) as store:
+        ids = build(store)
+    code, stdout, _ = invoke(database_url, "prune", "--tag", "scratch", "--unreachable")
+    assert code == 0
+    side = " ".join(ids["forked"][2:5])
+    assert "would delete session scratch: 2 nodes" in stdout
+    assert "would delete 3 nodes no head reaches in session forked" in stdout
+    assert side in stdout.replace("\n", " ")
+    assert "nothing was deleted: pass --yes to delete" in " ".join(stdout.split())
+    code, stdout, _ = invoke(database_url, "prune", "--tag", "scratch", "--unreachable", "--json")
+    report = json.loads(stdout)
+    assert report["deleted"] is False
+    assert [s["id"] for s in report["sessions"]] == ["scratch"]
+    assert report["branches"][0]["nodeIds"] == ids["forked"][2:5]
+    assert report["nodeCount"] == 5
+    with SessionStore(database_url) as store:
+        assert store.list_sessions() == ["forked", "kept", "scratch"]
+
+    code, stdout, _ = invoke(database_url, "prune", "--tag", "scratch", "--unreachable", "--yes")
+    assert code == 0
+    assert "deleted session scratch" in stdout
+    with SessionStore(database_url) as store:
+        assert store.list_sessions() == ["forked", "kept"]
+        assert len(store.load_session("forked").all()) == 3
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ((), "prune needs a filter"),
+        (("--older-than", "90"), "--older-than: '90' is no duration"),
+        (("--older-than", "-1d"), "--older-than: '-1d' is no duration"),
+    ],
+)
+def test_memstore_prune_refuses_bad_options(
+    sqlite_url: str, args: tuple[str, ...], message: str
+) -> None:
+    with SessionStore(sqlite_url) as store:
+        store.append("s", say("hello"))
+    code, _, stderr = invoke(sqlite_url, "prune", *args, "--yes")
+    assert code != 0
+    assert message in stderr
+    with SessionStore(sqlite_url) as store:
+        assert store.list_sessions() == ["s"]
