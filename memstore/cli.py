@@ -789,9 +789,17 @@ def _session_json(info: SessionInfo) -> dict[str, Any]:
 def tree(
     ctx: typer.Context,
     session: Annotated[str, typer.Argument(help="The session to draw.")],
+    depth: Annotated[
+        int | None,
+        typer.Option(min=0, help="Draw branches at most this many forks deep (0: the root's run)."),
+    ] = None,
+    all_turns: Annotated[
+        bool, typer.Option("--all-turns", help="Draw every turn of a long run, unfolded.")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print nodes as JSON.")] = False,
 ) -> None:
-    """Draw a session's DAG: its branches, the head marked, each turn on one line."""
+    """Draw a session's DAG: its branches, the head marked, each turn on one line; a long run
+    without a fork shows its first and last turns and the head, folding the rest into a count."""
     from memstore.terminal import render_tree
 
     with open_store(ctx, read_only=True) as store:
@@ -801,7 +809,7 @@ def tree(
         nodes = [{"id": n.id, "parent": n.parent, "role": n.turn.role} for n in graph.all()]
         emit_json({"sessionId": session, "head": graph.leaf, "nodes": nodes})
     else:
-        out.print(render_tree(graph))
+        out.print(render_tree(graph, depth=depth, fold=not all_turns))
 
 
 @app.command()
@@ -946,12 +954,20 @@ def search(
     out.print(table)
 
 
+SQL_TABLE_ROWS = 1000
+"""Rows `sql` draws as a table, at most: a bigger answer is for `--json`, which prints it as
+fast as it is read."""
+
+
 @app.command()
 @friendly_errors
 def sql(
     ctx: typer.Context,
     statement: Annotated[str, typer.Argument(help="One SELECT (read-only).")],
-    limit: Annotated[int, typer.Option(min=0, help="At most this many rows.")] = 1000,
+    limit: Annotated[
+        int,
+        typer.Option(min=0, help=f"At most this many rows (a table: at most {SQL_TABLE_ROWS})."),
+    ] = 1000,
     timeout: Annotated[
         float,
         typer.Option(min=0.001, help="Stop the query after this many seconds."),
@@ -978,11 +994,12 @@ def sql(
     """Run one read-only SQL query (the views turns, blocks, tool_calls, session_stats help)."""
     from memstore.terminal import data_table
 
+    shown = limit if as_json else min(limit, SQL_TABLE_ROWS)  # a table is read, JSON is piped
     with open_store(ctx, read_only=True) as store:
         try:
             result = store.read_only_query(
                 statement,
-                limit=limit,
+                limit=shown,
                 timeout=timeout,
                 read_url=read_url,
                 max_temp_mb=max_temp_mb,
@@ -998,7 +1015,12 @@ def sql(
     copyable = [_copyable(column) for column in zip(*result.rows, strict=True)]
     copyable = copyable or [True] * len(result.columns)
     out.print(data_table(result.columns, rows, copyable=copyable, width=out.width))
-    if result.truncated:
+    if result.truncated and shown < limit:
+        err.print(
+            f"(only the first {shown:,} rows: a table shows at most {SQL_TABLE_ROWS:,};"
+            f" pass --json to print up to --limit {limit:,})"
+        )
+    elif result.truncated:
         err.print(f"(only the first {limit} rows; pass --limit to see more)")
 
 

@@ -25,6 +25,7 @@ MemstoreError
     ├── QueryError          a read-only query refused or failed
     │   └── TimeLimitError  a search or query that ran past its time limit and was stopped
     ├── ReadOnlyStoreError  a write through a store opened for reading only
+    ├── EventLoopError      an async store used from a second event loop (one loop each)
     ├── StoreNotReadyError  no memstore database there, or one at another revision
     │   └── DatabaseTooNewError  a database a newer memstore has migrated
     └── MigrationError      the schema could not be brought up to date
@@ -157,6 +158,11 @@ class TimeLimitError(QueryError):
 
 class ReadOnlyStoreError(StoreError):
     """A write (an append, an import, a migration) through a store opened with read_only=True."""
+
+
+class EventLoopError(StoreError, RuntimeError):
+    """An AsyncSessionStore called from an event loop other than the one it runs on (another
+    thread's, or none: trio): one store serves the tasks of one asyncio loop. Nothing was run."""
 
 
 class StoreNotReadyError(StoreError):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -19,7 +20,7 @@ from rich.tree import Tree
 
 from memstore import jsjson
 from memstore.blocks import block_class
-from memstore.graph import SessionGraph, short_ids
+from memstore.graph import SessionGraph, short_id
 from memstore.render._common import turn_preview
 from memstore.types import SessionNode
 
@@ -44,31 +45,90 @@ def _label(node: SessionNode, head: str | None, short: str) -> str:
     return f"[dim]{escape(short)}[/dim]{marker} [b]{node.turn.role}[/b]: {_one_line(node)}"
 
 
-def render_tree(graph: SessionGraph) -> Tree:
+FOLD_KEEP = 3
+"""Turns `tree` shows at each end of a run without a fork; the ones between fold into one line."""
+
+
+def render_tree(graph: SessionGraph, *, depth: int | None = None, fold: bool = True) -> Tree:
     """The session DAG as a Rich tree, the head marked.
 
     A run of turns without a fork is one entry, a line per turn, without a connector of its
     own; a fork hangs its branches under the run's last turn, each with its connector
     (`├──`, `└──`). So a continuation and a branch never look alike, and a deep session stays
-    narrow.
+    narrow. With `fold`, a long run shows its first and last FOLD_KEEP turns (and the head)
+    and one line counting the turns between. With `depth`, branches more than `depth` forks
+    below a root are not drawn: their fork says how many branches and turns it holds.
     """
     children: dict[str | None, list[SessionNode]] = {}
     for node in graph.all():
         children.setdefault(node.parent, []).append(node)
-    short = short_ids([node.id for node in graph.all()])
     tree = Tree(f"[bold]{escape(graph.session_id)}[/bold]")
-    pending = [(tree, root) for root in reversed(children.get(None, []))]
+    pending = [(tree, root, 0) for root in reversed(children.get(None, []))]
+    entries: list[tuple[Tree, list[SessionNode | int]]] = []
     while pending:
-        container, first = pending.pop()
+        container, first, level = pending.pop()
         run = [first]
         while len(kids := children.get(run[-1].id, [])) == 1:
             run.append(kids[0])
-        lines = "\n".join(_label(node, graph.leaf, short[node.id]) for node in run)
-        label = Text.from_markup(lines, overflow="ellipsis")
+        lines: list[SessionNode | int] = _folded(run, graph.leaf) if fold else [*run]
+        item = container.add("")
+        entries.append((item, lines))
+        if depth is not None and level >= depth and kids:
+            item.add(_hidden_branches(kids, children))
+            continue
+        pending.extend((item, kid, level + 1) for kid in reversed(kids))
+    ordered = sorted(node.id for node in graph.all())
+    for item, lines in entries:
+        label = Text.from_markup(
+            "\n".join(
+                f"[dim]… {line:,} turns …[/dim]"
+                if isinstance(line, int)
+                else _label(line, graph.leaf, _short(line.id, ordered))
+                for line in lines
+            ),
+            overflow="ellipsis",
+        )
         label.no_wrap = True  # a turn is one line: a wrapped one would look like another turn
-        item = container.add(label)
-        pending.extend((item, kid) for kid in reversed(kids))
+        item.label = label
     return tree
+
+
+def _short(node_id: str, ordered: list[str]) -> str:
+    """A node id's short form among the session's `ordered` ids (see `short_ids`), found
+    without shortening every id of the session."""
+    at = bisect_left(ordered, node_id)
+    before = ordered[at - 1] if at else None
+    after = ordered[at + 1] if at + 1 < len(ordered) else None
+    return short_id(node_id, before, after)
+
+
+def _folded(run: list[SessionNode], head: str | None) -> list[SessionNode | int]:
+    """The turns of a run to draw, each gap of two or more turns between them as its size."""
+    keep = {*range(FOLD_KEEP), *range(len(run) - FOLD_KEEP, len(run))}
+    keep.update(index for index, node in enumerate(run) if node.id == head)
+    lines: list[SessionNode | int] = []
+    gap: list[SessionNode] = []
+    for index, node in enumerate(run):
+        if index not in keep:
+            gap.append(node)
+            continue
+        lines.extend(gap if len(gap) < 2 else [len(gap)])
+        gap = []
+        lines.append(node)
+    return lines
+
+
+def _hidden_branches(
+    kids: list[SessionNode], children: dict[str | None, list[SessionNode]]
+) -> Text:
+    """The line standing for the branches below a fork that `depth` leaves out."""
+    turns = 0
+    stack = list(kids)
+    while stack:
+        node = stack.pop()
+        turns += 1
+        stack.extend(children.get(node.id, []))
+    return Text(f"… {len(kids)} branches, {turns:,} turns below (raise --depth)", style="dim")
 
 
 SHOWN_BLOCKS = 1000

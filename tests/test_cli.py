@@ -148,6 +148,14 @@ def test_tree_marks_the_head_and_shows_every_node(imported: str) -> None:
     assert tree["head"] == "35e3729593e09384f705b19d7b9d7588"
     code, stdout, _ = invoke(imported, "tree", "large-session")  # 2,904 deep: no recursion
     assert code == 0
+    assert " turns …" in stdout
+    code, unfolded, _ = invoke(imported, "tree", "large-session", "--all-turns")
+    assert code == 0
+    assert len(unfolded.splitlines()) > 5 * len(stdout.splitlines())
+    code, shallow, _ = invoke(imported, "tree", "branching", "--depth", "0")
+    assert code == 0
+    assert "raise --depth" in shallow
+    assert "raise --depth" not in invoke(imported, "tree", "branching")[1]
 
 
 def test_show_prints_one_path(imported: str) -> None:

@@ -3,11 +3,13 @@ per title (issue 27 item 21)."""
 
 from __future__ import annotations
 
+import json
+
 from rich.console import Console
 from typer.testing import CliRunner
 
 from memstore import SessionStore
-from memstore.cli import app
+from memstore.cli import SQL_TABLE_ROWS, app
 from memstore.terminal import data_table
 
 WORDS = "the migration drops the snapshot later and the clock double counts every leaked row"
@@ -96,3 +98,26 @@ def test_a_session_with_a_long_id_and_title_still_reads_at_80_columns(sqlite_url
     assert any(line.split()[:2] == ["session", "s" * 60] for line in lines), lines
     assert sum("the migration drops" in line for line in lines) == 1  # the title: one line
     assert any(line.endswith("…") for line in lines)
+
+
+COUNT_TO = (
+    "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < {}) SELECT x FROM n"
+)
+
+
+def test_sql_draws_a_big_answer_as_a_capped_table_and_points_to_json(sqlite_url: str) -> None:
+    SessionStore(sqlite_url).close()
+    runner = CliRunner()
+    query = COUNT_TO.format(SQL_TABLE_ROWS + 500)
+    drawn_rows = runner.invoke(app, ["--db", sqlite_url, "sql", query, "--limit", "5000"])
+    assert drawn_rows.exit_code == 0, drawn_rows.output
+    numbers = [line.strip() for line in drawn_rows.stdout.splitlines() if line.strip().isdigit()]
+    assert numbers == [str(x) for x in range(1, SQL_TABLE_ROWS + 1)]
+    assert f"a table shows at most {SQL_TABLE_ROWS:,}" in drawn_rows.stderr
+    assert "--json" in drawn_rows.stderr
+    piped = runner.invoke(app, ["--db", sqlite_url, "sql", query, "--limit", "5000", "--json"])
+    assert piped.exit_code == 0, piped.output
+    assert len(json.loads(piped.stdout)) == SQL_TABLE_ROWS + 500
+    assert piped.stderr == ""
+    small = runner.invoke(app, ["--db", sqlite_url, "sql", COUNT_TO.format(20), "--limit", "10"])
+    assert "pass --limit to see more" in small.stderr

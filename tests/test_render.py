@@ -25,6 +25,7 @@ from memstore.graph import SessionGraph
 from memstore.jsonl import JsonlSessionStore
 from memstore.render import render_html, render_markdown
 from memstore.render._common import pretty_json
+from memstore.render._html_blocks import _markdown, _plain_paragraphs
 from memstore.terminal import SHOWN_CHARS
 from memstore.types import SessionNode
 
@@ -567,6 +568,28 @@ def test_html_renders_text_as_markdown_without_raw_html() -> None:
     assert [a.attrs["href"] for a in links] == ["https://example.org", "x.png"]  # the image too
     assert {a.attrs["rel"] for a in links} == {"noopener noreferrer nofollow"}
     assert "[bad](javascript:alert(1))" in page.articles[0].text()
+
+
+PROSE_CHARACTERS = st.one_of(
+    st.sampled_from(["a", "Zé", "word", " ", "\n", "\n\n"]),
+    st.sampled_from([*"9\t\r\x00\x07\u00a0\u2028\ufeff-_*#>+=.)(:'\"/,;?!&<[]\\`~|"]),
+    st.sampled_from(["  \n", "1. "]),
+)
+
+
+@settings(max_examples=400)
+@given(st.lists(PROSE_CHARACTERS, max_size=30).map("".join))
+def test_the_plain_prose_fast_path_writes_what_markdown_it_writes(source: str) -> None:
+    plain = _plain_paragraphs(source)
+    if plain is not None:
+        assert plain == _markdown().render(source)
+
+
+def test_plain_prose_takes_the_fast_path() -> None:
+    prose = 'The agent read "src/a.py" (line 12): it failed; why?\n\nSécond paragraph\nhere.'
+    assert _plain_paragraphs(prose) == _markdown().render(prose)
+    for marked in ("a *b*", "a\n---", "1. a", "a  \nb", "    code", "a & b", "a <b>", "a_b_"):
+        assert _plain_paragraphs(marked) is None, marked
 
 
 def test_html_shows_control_characters_as_symbols() -> None:

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import threading
 from typing import Any
 
 import pytest
 
-from memstore import ReadOnlyStoreError, SessionStore
+from memstore import EventLoopError, ReadOnlyStoreError, SessionStore
 from memstore.store.aio import AsyncSessionHandle, AsyncSessionStore
 from memstore.store.base import StoreBase
 from memstore.store.handle import HandleBase
@@ -157,3 +158,50 @@ def test_an_async_store_is_closed_by_aclose_and_async_with(sqlite_url: str) -> N
             assert await entered.list_sessions() == []
 
     asyncio.run(exercise())
+
+
+def test_five_loops_at_once_on_one_async_store_raise_the_loop_error(database_url: str) -> None:
+    """One session, five threads each running its own loop at once: without the rule, one of
+    them hung forever on another loop's lock and the rest failed with asyncio's RuntimeError."""
+    store = AsyncSessionStore(database_url)
+    turn = {"role": "user", "blocks": [{"kind": "text", "text": "hi"}]}
+    inside = threading.Barrier(5)  # every loop is running before any thread calls the store
+    outcomes: list[str] = []
+
+    def work() -> None:
+        async def calls() -> None:
+            inside.wait(timeout=30)
+            handle = await store.session("shared")
+            for _ in range(10):
+                await handle.append(turn)
+                await asyncio.sleep(0)
+
+        try:
+            asyncio.run(calls())
+            outcomes.append("ran")
+        except EventLoopError as error:
+            outcomes.append("refused" if "one asyncio event loop" in str(error) else str(error))
+
+    threads = [threading.Thread(target=work, daemon=True) for _ in range(5)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not any(thread.is_alive() for thread in threads), "a thread hung"
+    assert sorted(outcomes) == ["ran"] + ["refused"] * 4
+
+    async def after_close() -> int:  # the loop that ran it is closed: another may take it
+        async with store:
+            return len(await store.load_path("shared"))
+
+    assert asyncio.run(after_close()) == 10
+
+
+def test_an_async_store_outside_asyncio_raises_the_loop_rule(sqlite_url: str) -> None:
+    import trio
+
+    async def under_trio() -> None:
+        await AsyncSessionStore(sqlite_url).list_sessions()
+
+    with pytest.raises(EventLoopError, match="outside any asyncio loop"):
+        trio.run(under_trio)

@@ -73,6 +73,54 @@ def test_tree_draws_continuations_without_connectors_in_a_real_process(tmp_path:
     assert len(lines) == 1 + 28  # the session, then one line per node
 
 
+def chain(size: int) -> SessionGraph:
+    ticks = iter(range(1, 10 * size))
+    graph = SessionGraph("s", clock=lambda: next(ticks))
+    for number in range(size):
+        graph.append(say(f"turn-{number}"))
+    return graph
+
+
+def test_a_long_run_folds_between_its_ends_and_the_head() -> None:
+    graph = chain(40)
+    graph.branch_from(graph.path_nodes(graph.all()[-1].id)[19].id)  # the head mid-run
+    lines = drawn(graph)
+    turns = [line.split(": ")[1] for line in lines if ": " in line]
+    assert turns == ["turn-0", "turn-1", "turn-2", "turn-19", "turn-37", "turn-38", "turn-39"]
+    folds = [line.strip(" │└─") for line in lines if "turns …" in line]
+    assert folds == ["… 16 turns …", "… 17 turns …"]
+    assert "◀ head" in line_of(lines, "turn-19")
+    assert len(drawn(graph)) == 1 + 9
+    unfolded = Console(width=100, record=True, color_system=None)
+    unfolded.print(render_tree(graph, fold=False))
+    assert len(unfolded.export_text().splitlines()) == 1 + 40
+
+
+def test_a_run_folds_only_gaps_of_two_turns_or_more() -> None:
+    assert not [line for line in drawn(chain(7)) if "…" in line]
+    lines = drawn(chain(8))
+    assert [line.strip(" │└─") for line in lines if "…" in line] == ["… 2 turns …"]
+    assert len(lines) == 1 + 7
+
+
+def test_depth_stops_at_a_fork_and_counts_what_it_leaves_out() -> None:
+    graph = chain(3)
+    fork = graph.path_nodes(graph.all()[-1].id)[1]
+    graph.append(say("main-3"))
+    graph.branch_from(fork.id)
+    graph.append(say("alt-2"))
+    graph.append(say("alt-3"))
+    shallow = Console(width=100, record=True, color_system=None)
+    shallow.print(render_tree(graph, depth=0))
+    lines = shallow.export_text().splitlines()
+    assert [line.split(": ")[1] for line in lines if ": " in line] == ["turn-0", "turn-1"]
+    assert "… 2 branches, 4 turns below (raise --depth)" in lines[-1]
+    assert any("alt-3" in line for line in drawn(graph))
+    deep = Console(width=100, record=True, color_system=None)
+    deep.print(render_tree(graph, depth=1))  # the branches hang one fork deep: all drawn
+    assert deep.export_text().splitlines() == drawn(graph)
+
+
 def table_lines(table: object, width: int) -> list[str]:
     console = Console(width=width, record=True, color_system=None)
     console.print(table)
@@ -125,7 +173,7 @@ def test_the_tree_shows_ids_that_show_resolves_to_the_same_node(store: SessionSt
         store.append_node("s", stored)
         parent = node_id
     console = Console(width=200, record=True)
-    console.print(render_tree(store.load_session("s")))
+    console.print(render_tree(store.load_session("s"), fold=False))
     lines = console.export_text().splitlines()[1:]
     shown = [line.strip(" │├└─").split()[0] for line in lines]
     assert shown == ids

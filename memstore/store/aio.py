@@ -7,6 +7,7 @@ how a request is carried out differs (see `AsyncSessionStore._perform`).
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
@@ -14,7 +15,7 @@ from typing import Any, TypeVar
 from sqlalchemy.engine import URL, Engine
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
-from memstore.errors import InvalidArgumentError
+from memstore.errors import EventLoopError, InvalidArgumentError
 from memstore.store.base import StoreBase
 from memstore.store.engine import (
     ASYNC_DRIVERS,
@@ -133,7 +134,9 @@ class AsyncSessionStore(StoreBase, Asynchronous):
     awaited. Call `await store.open()` (or use `async with`) before the first operation when
     `auto_migrate` is on: it migrates, or with `read_only=True` checks, the schema.
 
-    One store may be shared by every task of its event loop (not by several loops or threads).
+    One store may be shared by every task of its event loop, not by several loops or threads: a
+    call from another loop while its loop is open raises `EventLoopError` (its connections
+    belong to that loop; once the loop is closed, or after `close()`, another may take it).
     """
 
     def __init__(
@@ -155,10 +158,38 @@ class AsyncSessionStore(StoreBase, Asynchronous):
         self._auto_migrate = auto_migrate
         self._opened = False
         self._sync_engine: Engine | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_lock = threading.Lock()
+
+    def _on_its_loop(self) -> None:
+        """Bind the store to the running loop on first use; refuse any other loop while that
+        one is open (its connections and locks would hang or fail there)."""
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is not None and running is self._loop:
+            return
+        with self._loop_lock:
+            if running is not None and (self._loop is None or self._loop.is_closed()):
+                self._loop = running
+                return
+        raise EventLoopError(
+            "an AsyncSessionStore serves the tasks of one asyncio event loop, and this call "
+            + (
+                "comes from another loop (another thread's?) while the store's loop is open: "
+                "make one store per loop (or thread), or close() the store before another loop "
+                "takes it"
+                if running is not None
+                else "runs outside any asyncio loop (under trio?): call it from asyncio, or use "
+                "a SessionStore (sync), which any thread or loop may share"
+            )
+        )
 
     async def open(self) -> AsyncSessionStore:
         """Bring the schema up to date, or check it is when read-only (once; later calls return
         at once)."""
+        self._on_its_loop()
         if self._auto_migrate and not self._opened:
             try:
                 with translate_database_errors("opening the store"):
@@ -196,6 +227,7 @@ class AsyncSessionStore(StoreBase, Asynchronous):
         await self.engine.dispose()
         if self._sync_engine is not None:
             self._sync_engine.dispose()
+        self._loop = None  # another event loop may use the store now
 
     async def aclose(self) -> None:
         """Release the engine's connections (`close`, under the name asyncio code expects)."""
@@ -233,6 +265,7 @@ class AsyncSessionStore(StoreBase, Asynchronous):
 
     async def _perform(self, request: Request) -> Any:
         """Carry out one request of an operation's program (see `operation`)."""
+        self._on_its_loop()
         if isinstance(request, Run):
             return await self._run(request)
         if isinstance(request, Await):
