@@ -24,6 +24,7 @@ ADAPTERS = {
     "openai-agents": ("agents", "memstore.integrations.openai_agents"),
     "langchain": ("langchain_core", "memstore.integrations.langchain"),
     "claude-agent-sdk": ("claude_agent_sdk", "memstore.integrations.claude_agent_sdk"),
+    "google-adk": ("google.adk", "memstore.integrations.google_adk"),
 }
 
 

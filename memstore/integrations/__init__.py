@@ -3,5 +3,7 @@ extra that `import memstore` never loads:
 
 - `memstore.integrations.openai_agents`: `MemstoreSession`, an OpenAI Agents SDK `Session`;
 - `memstore.integrations.langchain`: `MemstoreChatMessageHistory`, a LangChain
-  `BaseChatMessageHistory`.
+  `BaseChatMessageHistory`;
+- `memstore.integrations.google_adk`: `MemstoreSessionService`, a Google ADK
+  `BaseSessionService`.
 """

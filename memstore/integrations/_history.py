@@ -13,7 +13,7 @@ import asyncio
 from collections.abc import Generator, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
-from memstore.errors import HeadMovedError
+from memstore.errors import HeadMovedError, StoreError
 from memstore.hashing import hash_node
 from memstore.store import SessionStore
 from memstore.types import SessionNode, Turn, TurnLike, parse_turn
@@ -110,7 +110,7 @@ def run(store: SessionStore, history: History[T]) -> T:
         name, args, kwargs = step
         try:
             result = getattr(store, name)(*args, **kwargs)
-        except HeadMovedError as exc:
+        except StoreError as exc:  # thrown in: the history may handle it
             step = _throw(history, exc)
         else:
             step = _send(history, result)
@@ -126,7 +126,7 @@ async def arun(store: AnyStore, history: History[T]) -> T:
         name, args, kwargs = step
         try:
             result = await getattr(store, name)(*args, **kwargs)
-        except HeadMovedError as exc:
+        except StoreError as exc:  # thrown in: the history may handle it
             step = _throw(history, exc)
         else:
             step = _send(history, result)

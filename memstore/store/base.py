@@ -10,7 +10,6 @@ in and out, `retention` for expiry and pruning) and decorate it with `@operation
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Engine
@@ -19,8 +18,7 @@ from memstore.graph import SessionGraph
 from memstore.store import compaction, importing, plans, search, short_ids
 from memstore.store.migrate import current_revision, downgrade, upgrade
 from memstore.store.operation import Await, OnEngine, Program, operation
-from memstore.store.plans import UNSET, SessionInfo, StoreStats, Unset
-from memstore.store.plans.retention import epoch_ms
+from memstore.store.plans import UNSET, Expiry, SessionInfo, StoreStats, Unset
 from memstore.store.readonly import (
     DEFAULT_MEMORY_MB,
     DEFAULT_QUERY_SECONDS,
@@ -189,6 +187,26 @@ class StoreBase(Retention):
         return (yield from self._write(plan, f"appending to session {session_id!r}"))
 
     @operation
+    def append_merging_metadata(
+        self,
+        session_id: str,
+        turns: Sequence[TurnLike],
+        merges: plans.MetadataMerges,
+        *,
+        expected_head: str | Unset | None = UNSET,
+        exists: bool | None = None,
+    ) -> Program[list[SessionNode]]:
+        """Update sessions' metadata and append `turns` at `session_id`'s head, in one
+        transaction. `merges` maps a session id (created if missing) to metadata keys: a mapping
+        value is merged into the object at its key, any other replaces it. `expected_head` works
+        as in `append_many`; `exists` True or False requires `session_id` to exist
+        (UnknownSessionError) or not (SessionExistsError)."""
+        plan = plans.append_merging_metadata(
+            self.dialect, session_id, list(turns), merges, expected_head, exists
+        )
+        return (yield from self._write(plan, f"appending to session {session_id!r}"))
+
+    @operation
     def load_session(self, session_id: str) -> Program[SessionGraph]:
         """The whole DAG of a session; a missing session is an empty graph."""
         return (yield from self._read(plans.load_session(session_id), "loading a session"))
@@ -276,20 +294,18 @@ class StoreBase(Retention):
         title: str | Unset | None = UNSET,
         tags: Sequence[str] | Unset = UNSET,
         metadata: Mapping[str, Any] | Unset | None = UNSET,
-        expires_at: int | datetime | Unset | None = UNSET,
+        expires_at: Expiry | Unset = UNSET,
     ) -> Program[None]:
-        """Set a session's title, tags (replacing them), metadata object or expiry
-        (`expires_at`: epoch ms or an aware datetime; None: its tags' or the store's default),
-        which `prune(expired=True)` honours."""
-        plan = plans.update_session(
+        """Set a session's title, tags (replacing them), metadata or expiry (`Expiry`)."""
+        changes = plans.update_session(
             self.dialect,
             session_id,
             title=title,
             tags=tags,
             metadata=metadata,
-            expires_at=epoch_ms(expires_at),
+            expires_at=expires_at,
         )
-        yield from self._write(plan, f"updating session {session_id!r}")
+        yield from self._write(changes, f"updating session {session_id!r}")
 
     @operation
     def delete_session(self, session_id: str) -> Program[bool]:

@@ -8,6 +8,7 @@ one's result, driven by `SessionStore` on a `Connection` and by `AsyncSessionSto
 - `nodes`: node rows decoded, the node ids the store can hold, lookups by id, a session's nodes;
 - `sessions`: `SessionInfo`, listing and filtering sessions, their title, tags and metadata;
 - `appends`: appending turns and nodes, inserting rows, forking a path into a new session;
+- `metadata`: merging into sessions' metadata objects while appending, in one transaction;
 - `search_index`: writing SQLite's full-text index and its backlog;
 - `paths`: reading the path from the root to a leaf, or its newest turns;
 - `stats`: totals over the whole store;
@@ -41,6 +42,7 @@ from memstore.store.plans.contract import (
     as_call,
     now_ms,
 )
+from memstore.store.plans.metadata import MetadataMerges, append_merging_metadata
 from memstore.store.plans.nodes import (
     MAX_NODE_ID,
     head,
@@ -57,6 +59,7 @@ from memstore.store.plans.nodes import (
 )
 from memstore.store.plans.paths import load_path, load_path_nodes
 from memstore.store.plans.retention import (
+    Expiry,
     ExpiryDefaults,
     PruneFilters,
     PruneReport,
@@ -94,7 +97,9 @@ __all__ = [
     "SEARCH_BACKLOG",
     "UNSET",
     "Boundary",
+    "Expiry",
     "ExpiryDefaults",
+    "MetadataMerges",
     "Plan",
     "PruneFilters",
     "PruneReport",
@@ -104,6 +109,7 @@ __all__ = [
     "StoreStats",
     "Unset",
     "agent_of",
+    "append_merging_metadata",
     "append_node",
     "append_records",
     "append_turns",

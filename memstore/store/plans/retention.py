@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeAlias
 
 from sqlalchemy import (
     ColumnElement,
@@ -41,6 +41,7 @@ from memstore.store.tables import (
 )
 
 __all__ = [
+    "Expiry",
     "ExpiryDefaults",
     "PruneFilters",
     "PruneReport",
@@ -52,6 +53,10 @@ __all__ = [
     "prune",
     "set_expiry_default",
 ]
+
+Expiry: TypeAlias = int | datetime | None
+"""When a session expires: epoch ms or an aware datetime (None: at its tags' or the store's
+default, if any; see `ExpiryDefaults`), which `prune(expired=True)` honours."""
 
 CHUNK = 500
 """Ids per statement: far below SQLite's limit on bound parameters."""

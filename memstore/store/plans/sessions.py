@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, cast
 
 from sqlalchemy import (
@@ -31,6 +32,7 @@ from memstore.errors import InvalidArgumentError, SessionExistsError, UnknownSes
 from memstore.store.owners import refuse_if_importing
 from memstore.store.plans.contract import UNSET, Plan, Unset, now_ms
 from memstore.store.plans.nodes import lookup_id
+from memstore.store.plans.retention import epoch_ms
 from memstore.store.prepared import Prepared
 from memstore.store.tables import NOT_IMPORTING, nodes, session_tags, sessions
 from memstore.types import validate_session_id
@@ -275,7 +277,7 @@ def update_session(
     title: str | Unset | None = UNSET,
     tags: Sequence[str] | Unset = UNSET,
     metadata: Mapping[str, Any] | Unset | None = UNSET,
-    expires_at: int | Unset | None = UNSET,
+    expires_at: int | datetime | Unset | None = UNSET,
 ) -> Plan[None]:
     """Set a session's title, tags, metadata or expiry (creating an empty session if needed)."""
     validate_session_id(session_id)
@@ -286,7 +288,7 @@ def update_session(
     if not isinstance(metadata, Unset):
         values["meta"] = dict(metadata) if metadata is not None else None
     if not isinstance(expires_at, Unset):
-        values["expires_at"] = expires_at
+        values["expires_at"] = epoch_ms(expires_at)
     if values:
         yield update(sessions).where(sessions.c.id == session_id).values(**values)
     if not isinstance(tags, Unset):

@@ -1,0 +1,83 @@
+"""Merging into sessions' metadata objects and appending, in one transaction: what a framework
+that keeps state beside its history (app, user and session state) writes with each event."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
+
+from sqlalchemy import select, update
+
+from memstore.errors import HeadMovedError, InvalidArgumentError, UnknownSessionError
+from memstore.store.plans.appends import append_turns
+from memstore.store.plans.contract import UNSET, Plan, Unset, now_ms
+from memstore.store.plans.sessions import ensure_session, refuse_taken_id
+from memstore.store.tables import sessions
+from memstore.types import SessionNode, TurnLike, validate_session_id
+
+MetadataMerges = Mapping[str, Mapping[str, Any]]
+"""Session id -> metadata key -> a value for that key: a mapping is merged into the object at the
+key (its items set, the others kept), any other value replaces the key's."""
+
+
+def append_merging_metadata(
+    dialect: str,
+    session_id: str,
+    turns: Sequence[TurnLike],
+    merges: MetadataMerges,
+    expected_head: str | Unset | None = UNSET,
+    exists: bool | None = None,
+) -> Plan[list[SessionNode]]:
+    """Merge `merges` into the sessions' metadata (each created if missing) and append `turns`
+    to `session_id`; the rows are locked in id order, so concurrent calls cannot deadlock.
+
+    Raises:
+        InvalidArgumentError: a merge is not a mapping with string keys; nothing was written.
+        SessionExistsError: `exists` is False and `session_id` exists.
+        UnknownSessionError: `exists` is True and there is no session `session_id`.
+        HeadMovedError: `expected_head` was given and the head is elsewhere.
+    """
+    validate_session_id(session_id)
+    for merged_id, merge in merges.items():
+        validate_session_id(merged_id)
+        if not isinstance(merge, Mapping) or not all(isinstance(key, str) for key in merge):
+            raise InvalidArgumentError(
+                f"metadata merge for session {merged_id!r}: a mapping with string keys, "
+                f"not {merge!r}"
+            )
+    return _append_merging(dialect, session_id, turns, merges, expected_head, exists)
+
+
+def _append_merging(
+    dialect: str,
+    session_id: str,
+    turns: Sequence[TurnLike],
+    merges: MetadataMerges,
+    expected_head: str | Unset | None,
+    exists: bool | None,
+) -> Plan[list[SessionNode]]:
+    if exists is False:
+        yield from refuse_taken_id(session_id)
+    elif exists:
+        found = yield select(sessions.c.id).where(sessions.c.id == session_id)
+        if found.first() is None:
+            raise UnknownSessionError(f"no session {session_id!r}")
+    now = now_ms()
+    for merged_id in sorted({*merges, session_id}):
+        head = yield from ensure_session(dialect, merged_id, now)
+        checked = merged_id == session_id and not isinstance(expected_head, Unset)
+        if checked and head != expected_head:
+            raise HeadMovedError(session_id, cast(str | None, expected_head), head)
+        if merged_id not in merges:
+            continue
+        found = yield select(sessions.c.meta).where(sessions.c.id == merged_id)
+        metadata = dict(found.scalar_one_or_none() or {})
+        for key, value in merges[merged_id].items():
+            old = metadata.get(key)
+            if isinstance(value, Mapping):
+                value = {**(old if isinstance(old, Mapping) else {}), **value}
+            metadata[key] = value
+        yield update(sessions).where(sessions.c.id == merged_id).values(meta=metadata)
+    if not turns:
+        return []
+    return (yield from append_turns(dialect, session_id, turns, expected_head))
