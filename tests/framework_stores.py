@@ -1,4 +1,5 @@
-"""Running an async test body of a framework adapter on a SessionStore or an AsyncSessionStore."""
+"""Running an async test body of a framework adapter on a SessionStore or an AsyncSessionStore,
+under asyncio or trio (anyio's backends: the Claude Agent SDK tests its APIs under both)."""
 
 from __future__ import annotations
 
@@ -6,14 +7,17 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import anyio
+
 from memstore import SessionStore
-from memstore.integrations._history import AnyStore
+from memstore.integrations._history import AnyStore, on_store_loop
 
 Body = Callable[[AnyStore], Awaitable[None]]
 
 
-def run_on_store(flavour: str, database_url: str, body: Body) -> None:
-    """Run `body` in a new event loop with a sync ("sync") or async store on the database."""
+def run_on_store(flavour: str, database_url: str, body: Body, backend: str = "asyncio") -> None:
+    """Run `body` in a new event loop of `backend` with a sync ("sync") or async store on the
+    database."""
 
     async def main() -> None:
         if flavour == "sync":
@@ -25,11 +29,16 @@ def run_on_store(flavour: str, database_url: str, body: Body) -> None:
         try:
             await body(store)
         finally:
-            await maybe(store.close())
+            await maybe(store.close(), store)
 
-    asyncio.run(main())
+    anyio.run(main, backend=backend)
 
 
-async def maybe(value: Any) -> Any:
-    """`value`, awaited if the store's method was a coroutine (the async store's)."""
-    return await value if asyncio.iscoroutine(value) else value
+async def maybe(value: Any, store: Any = None) -> Any:
+    """`value`, awaited if the store's method was a coroutine (the async store's); given the
+    store, on the loop it runs on (its own, under trio)."""
+    if not asyncio.iscoroutine(value):
+        return value
+    if store is None or isinstance(store, SessionStore):
+        return await value
+    return await on_store_loop(store, lambda: value)

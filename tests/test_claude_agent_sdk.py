@@ -3,27 +3,46 @@ and async stores; entries searchable, deduplicated by uuid, and keyed onto reada
 
 from __future__ import annotations
 
+import asyncio
+import json
+import threading
 from typing import Any
 
 import pytest
+from claude_agent_sdk import (
+    list_sessions_from_store,
+    project_key_for_directory,
+    rename_session_via_store,
+    tag_session_via_store,
+)
 from claude_agent_sdk.testing import run_session_store_conformance
+from claude_agent_sdk.testing.session_store_conformance import _has_optional
 from claude_agent_sdk.types import SessionKey
+from typer.testing import CliRunner
 
+from memstore import SessionStore
+from memstore.cli import app
 from memstore.integrations.claude_agent_sdk import MemstoreSessionStore, memstore_session_id
 from tests.framework_stores import maybe, run_on_store
 
 
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
 @pytest.mark.parametrize("flavour", ["sync", "async"])
-def test_the_sdks_conformance_suite_passes(flavour: str, database_url: str) -> None:
+def test_the_sdks_conformance_suite_passes_all_14_contracts(
+    flavour: str, backend: str, database_url: str
+) -> None:
     async def body(store: Any) -> None:
         async def make_store() -> MemstoreSessionStore:
-            for session_id in await maybe(store.list_sessions()):  # each contract: empty
-                await maybe(store.delete_session(session_id))
+            for session_id in await maybe(store.list_sessions(), store):  # each contract: empty
+                await maybe(store.delete_session(session_id), store)
             return MemstoreSessionStore(store)
 
-        await run_session_store_conformance(make_store)  # type: ignore[arg-type]
+        probe = await make_store()
+        for optional in ("list_sessions", "list_session_summaries", "delete", "list_subkeys"):
+            assert _has_optional(probe, optional, frozenset()), optional  # none is skipped
+        await run_session_store_conformance(make_store)
 
-    run_on_store(flavour, database_url, body)
+    run_on_store(flavour, database_url, body, backend)
 
 
 _KEY: SessionKey = {"project_key": "-home-ann~work/app", "session_id": "5f0c"}
@@ -73,3 +92,89 @@ def test_a_key_too_long_for_a_session_id_hashes_its_project() -> None:
     session_id = memstore_session_id(key)
     assert len(session_id) < 255
     assert session_id.endswith("~s~subagents%2Fa-1")
+
+
+@pytest.mark.parametrize("flavour", ["sync", "async"])
+def test_four_concurrent_appends_of_the_same_five_entries_store_five(
+    flavour: str, database_url: str
+) -> None:
+    """The uuid check runs inside the writing transaction: before, each append read the stored
+    entries first, outside it, and four racing appends of the same 5 entries stored 20."""
+    entries = [_entry(f"u{n}", "user", f"message {n}") for n in range(5)]
+
+    async def body(store: Any) -> None:
+        adapters = [MemstoreSessionStore(store) for _ in range(4)]
+        await asyncio.gather(*(adapter.append(_KEY, entries) for adapter in adapters))
+        assert await adapters[0].load(_KEY) == entries
+        assert len(await maybe(store.load_path(memstore_session_id(_KEY)))) == 5
+
+    run_on_store(flavour, database_url, body)
+
+
+def test_concurrent_appends_from_threads_store_each_entry_once(database_url: str) -> None:
+    entries = [_entry(f"u{n}", "user", f"message {n}") for n in range(5)]
+    with SessionStore(database_url) as store:
+        adapter = MemstoreSessionStore(store)
+        start = threading.Barrier(4)
+
+        def append() -> None:
+            start.wait(timeout=30)
+            asyncio.run(adapter.append(_KEY, entries))
+
+        threads = [threading.Thread(target=append) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert asyncio.run(adapter.load(_KEY)) == entries
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+@pytest.mark.parametrize("flavour", ["sync", "async"])
+def test_titles_and_tags_set_through_the_sdk_reach_memstores_sessions(
+    flavour: str, backend: str, database_url: str
+) -> None:
+    directory = "/home/ann/app"
+    session = "0b6f5e2c-3c1d-4a8e-9a43-6d5f0c2e1a7b"
+    key: SessionKey = {"project_key": project_key_for_directory(directory), "session_id": session}
+
+    async def body(store: Any) -> None:
+        adapter = MemstoreSessionStore(store)
+        first: Any = {
+            **_entry("u1", "user", "fix the flaky build"),
+            "timestamp": "2026-01-01T00:00:00Z",
+        }
+        await adapter.append(key, [first])
+        await rename_session_via_store(adapter, session, "Flaky build", directory=directory)
+        await tag_session_via_store(adapter, session, "ci", directory=directory)
+        info = await maybe(store.session_info(memstore_session_id(key)), store)
+        assert (info.title, info.tags) == ("Flaky build", ("ci",))
+        (listed,) = await list_sessions_from_store(adapter, directory=directory)
+        assert (listed.session_id, listed.custom_title, listed.tag) == (
+            session,
+            "Flaky build",
+            "ci",
+        )
+        assert listed.first_prompt == "fix the flaky build"
+        (summary,) = await adapter.list_session_summaries(key["project_key"])
+        assert summary["mtime"] == info.updated_at  # the same clock as list_sessions
+        await tag_session_via_store(adapter, session, None, directory=directory)  # clears it
+        await maybe(store.update_session(memstore_session_id(key), tags=["mine"]), store)
+        await adapter.append(key, [_entry("u2", "user", "and the docs")])  # no tag change
+        info = await maybe(store.session_info(memstore_session_id(key)), store)
+        assert (info.title, info.tags) == ("Flaky build", ("mine",))
+
+    run_on_store(flavour, database_url, body, backend)
+
+
+def test_memstore_sessions_shows_the_title_set_through_the_sdk(sqlite_url: str) -> None:
+    session = "0b6f5e2c-3c1d-4a8e-9a43-6d5f0c2e1a7b"
+    with SessionStore(sqlite_url) as store:
+        adapter = MemstoreSessionStore(store)
+        key: SessionKey = {"project_key": project_key_for_directory("/w"), "session_id": session}
+        asyncio.run(adapter.append(key, [_entry("u1", "user", "hello")]))
+        asyncio.run(rename_session_via_store(adapter, session, "Release notes", directory="/w"))
+    result = CliRunner().invoke(app, ["--db", sqlite_url, "sessions", "--json"])
+    assert result.exit_code == 0, result.output
+    (listed,) = json.loads(result.stdout)
+    assert listed["title"] == "Release notes"

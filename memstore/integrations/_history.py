@@ -5,21 +5,29 @@ driven by `run` on a SessionStore or by `arun` on either store.
 Nothing is deleted: popping moves the head back to the parent (re-appending a stored node moves
 the head to it), and clearing starts a new root, a `CLEARED` marker turn, so the cleared
 conversation stays in the session as another branch.
+
+`arun` runs on asyncio and on any other event loop anyio runs (trio): there a sync store works in
+a worker thread, and an async store (asyncio's) on an asyncio loop of its own, in a thread.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Generator, Sequence
+import threading
+import weakref
+from collections.abc import Awaitable, Callable, Generator, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 from memstore.errors import HeadMovedError, StoreError
 from memstore.hashing import hash_node
 from memstore.store import SessionStore
+from memstore.store.keyed import Revise
 from memstore.types import SessionNode, Turn, TurnLike, parse_turn
 
 if TYPE_CHECKING:
     from memstore.store.aio import AsyncSessionStore
+
+__all__ = ["AnyStore", "History", "Revise", "arun", "on_store_loop", "run"]
 
 AnyStore: TypeAlias = "SessionStore | AsyncSessionStore"
 Call: TypeAlias = tuple[str, tuple[Any, ...], dict[str, Any]]
@@ -118,9 +126,63 @@ def run(store: SessionStore, history: History[T]) -> T:
 
 
 async def arun(store: AnyStore, history: History[T]) -> T:
-    """Drive `history` on an async store, or on a sync one in a worker thread."""
+    """Drive `history` on an async store, or on a sync one in a worker thread; on asyncio or
+    on another event loop of anyio's (trio)."""
     if isinstance(store, SessionStore):
-        return await asyncio.to_thread(run, store, history)
+        if _on_asyncio():
+            return await asyncio.to_thread(run, store, history)
+        import anyio.to_thread
+
+        return await anyio.to_thread.run_sync(run, store, history)
+    return await on_store_loop(store, lambda: _arun_async(store, history))
+
+
+async def on_store_loop(store: AsyncSessionStore, make: Callable[[], Awaitable[T]]) -> T:
+    """Await `make()` where the async `store` may run: here under asyncio; under another event
+    loop (trio), on an asyncio loop that is the store's alone, in a thread of its own."""
+    if _on_asyncio():
+        return await make()
+    import anyio.to_thread
+
+    loop = _store_loop(store)
+
+    async def made() -> T:
+        return await make()
+
+    def wait() -> T:
+        return asyncio.run_coroutine_threadsafe(made(), loop).result()
+
+    return await anyio.to_thread.run_sync(wait)
+
+
+def _on_asyncio() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+_STORE_LOOPS: weakref.WeakKeyDictionary[Any, asyncio.AbstractEventLoop] = (
+    weakref.WeakKeyDictionary()
+)
+_STORE_LOOPS_LOCK = threading.Lock()
+
+
+def _store_loop(store: AsyncSessionStore) -> asyncio.AbstractEventLoop:
+    """The asyncio loop an async store runs on when called from outside asyncio (made once,
+    running in a daemon thread; the store binds to it, see `EventLoopError`)."""
+    with _STORE_LOOPS_LOCK:
+        loop = _STORE_LOOPS.get(store)
+        if loop is None:
+            loop = asyncio.new_event_loop()
+            name = "memstore-async-store-loop"
+            threading.Thread(target=loop.run_forever, name=name, daemon=True).start()
+            _STORE_LOOPS[store] = loop
+        return loop
+
+
+async def _arun_async(store: AsyncSessionStore, history: History[T]) -> T:
     step = _send(history, None)
     while not isinstance(step, _Done):
         name, args, kwargs = step

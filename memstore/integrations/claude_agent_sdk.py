@@ -7,24 +7,30 @@ options = ClaudeAgentOptions(session_store=MemstoreSessionStore(store))
 Each transcript (a project's session, or one of its subagents' under a `subpath`) is a memstore
 session whose metadata names its `project_key`, `session_id` and `subpath`; each entry is one turn
 (`memstore.convert.claude_code`), so messages, tool calls and results are searchable. Entries are
-deduplicated by their `uuid` and load in append order.
+deduplicated by their `uuid` (a key of the node, looked up by index inside the append's
+transaction: `append_keyed`) and load in append order. Each append also folds its entries into
+the session's summary (the SDK's `fold_session_summary`, kept in the session's metadata under
+`sdk_summary`) and sets the session's title and tag from the titles and tags the SDK appends,
+in the same transaction. Works under asyncio and trio (see `memstore.integrations._history`).
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 from urllib.parse import quote
 
 from memstore.errors import MissingExtraError
 
 try:
+    from claude_agent_sdk._internal.session_summary import fold_session_summary
     from claude_agent_sdk.types import (
         SessionKey,
         SessionListSubkeysKey,
         SessionStoreEntry,
         SessionStoreListEntry,
+        SessionSummaryEntry,
     )
 except ImportError as exc:
     raise MissingExtraError(__name__, "claude-agent-sdk", exc) from exc
@@ -38,6 +44,8 @@ from memstore.types import Turn
 __all__ = ["MemstoreSessionStore", "memstore_session_id"]
 
 _MAX_ID = 255
+SUMMARY = "sdk_summary"
+"""The metadata key of a main transcript's session that holds the SDK's folded summary."""
 
 
 def memstore_session_id(key: Mapping[str, Any]) -> str:
@@ -68,6 +76,20 @@ class MemstoreSessionStore:
         turns = await _history.arun(self.store, _history.turns(memstore_session_id(key)))
         return CLAUDE_CODE.to_items_of(turns) or None  # type: ignore[return-value]
 
+    async def list_session_summaries(self, project_key: str) -> list[SessionSummaryEntry]:
+        """The project's main transcripts' summaries, as each append folded them (`data` is the
+        SDK's, kept verbatim), stamped with the session's last write (as `list_sessions`)."""
+        found = await _history.arun(self.store, _listed(project_key))
+        return [
+            {
+                "session_id": info.metadata["session_id"],
+                "mtime": info.updated_at,
+                "data": info.metadata[SUMMARY],
+            }
+            for info in found
+            if "subpath" not in info.metadata and isinstance(info.metadata.get(SUMMARY), dict)
+        ]
+
     async def list_sessions(self, project_key: str) -> list[SessionStoreListEntry]:
         """The project's main transcripts and when each was last written (epoch ms)."""
         found = await _history.arun(self.store, _listed(project_key))
@@ -92,21 +114,46 @@ def _metadata(key: Mapping[str, Any]) -> dict[str, Any]:
     return {"agent": "claude-agent-sdk", **{name: key[name] for name in fields if name in key}}
 
 
+def _entry_key(entry: Mapping[str, Any]) -> str | None:
+    """An entry's node key: its `uuid` (a digest of it when no short string)."""
+    uuid = entry.get("uuid")
+    if uuid is None or (isinstance(uuid, str) and 0 < len(uuid) <= _MAX_ID):
+        return uuid
+    return "sha256:" + hashlib.sha256(repr(uuid).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _reviser(key: SessionKey) -> _history.Revise:
+    """What an append sets in its transaction: the metadata naming the transcript, and for a
+    main one the SDK's summary folded over the new entries, with the title and tag it gives."""
+
+    def revise(metadata: Mapping[str, Any], added: list[Turn]) -> dict[str, Any]:
+        meta = {**metadata, **_metadata(key)}
+        if "subpath" in key:
+            return {} if meta == metadata else {"metadata": meta}
+        before = metadata.get(SUMMARY)
+        previous: Any = None
+        if isinstance(before, dict):
+            previous = {"session_id": key["session_id"], "mtime": 0, "data": before}
+        entries = cast("list[SessionStoreEntry]", CLAUDE_CODE.to_items_of(added))
+        data = fold_session_summary(previous, key, entries)["data"]
+        meta[SUMMARY] = data
+        change: dict[str, Any] = {"metadata": meta}
+        old = before if isinstance(before, dict) else {}
+        title = data.get("custom_title") or data.get("ai_title") or None
+        if title != (old.get("custom_title") or old.get("ai_title") or None):
+            change["title"] = title
+        if data.get("tag") != old.get("tag"):
+            change["tags"] = [data["tag"]] if data.get("tag") else []
+        return change
+
+    return revise
+
+
 def _append(key: SessionKey, entries: list[dict[str, Any]]) -> History[None]:
     session_id = memstore_session_id(key)
-    stored: list[Turn] = yield from _history.turns(session_id)
-    seen = {entry.get("uuid") for entry in CLAUDE_CODE.to_items_of(stored)} - {None}
-    new: list[dict[str, Any]] = []
-    for entry in entries:
-        uuid = entry.get("uuid")
-        if uuid is not None:
-            if uuid in seen:
-                continue
-            seen.add(uuid)
-        new.append(entry)
-    yield from _history.add(session_id, CLAUDE_CODE.to_turns(new))
-    if not stored and new:
-        yield _call("update_session", session_id, metadata=_metadata(key))
+    turns = CLAUDE_CODE.to_turns(entries)
+    keys = [_entry_key(entry) for entry in entries]
+    yield _call("append_keyed", session_id, turns, keys, revise=_reviser(key))
 
 
 def _listed(project_key: str, session_id: str | None = None) -> History[list[SessionInfo]]:

@@ -31,6 +31,7 @@ from memstore.store.engine import (
 )
 from memstore.store.errors import translate_database_errors
 from memstore.store.handle import HandleBase
+from memstore.store.handoff import LoopConnection
 from memstore.store.migrate import check_ready, is_current, migrate_in, require_ready
 from memstore.store.operation import Asynchronous, Await, Program, Request, Run
 from memstore.store.plans import Boundary, Plan, Step, as_call
@@ -158,6 +159,7 @@ class AsyncSessionStore(StoreBase, Asynchronous):
         self._auto_migrate = auto_migrate
         self._opened = False
         self._sync_engine: Engine | None = None
+        self._on_loop: LoopConnection | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_lock = threading.Lock()
 
@@ -224,6 +226,8 @@ class AsyncSessionStore(StoreBase, Asynchronous):
 
     async def close(self) -> None:
         """Release the engine's connections."""
+        if self._on_loop is not None:
+            await self._on_loop.close()
         await self.engine.dispose()
         if self._sync_engine is not None:
             self._sync_engine.dispose()
@@ -277,15 +281,22 @@ class AsyncSessionStore(StoreBase, Asynchronous):
             return await asyncio.to_thread(request.call, engine)
 
     async def _run(self, request: Run[T]) -> T:
-        """Run a plan: on SQLite, the whole transaction on its own driver in a worker thread
-        (through aiosqlite every statement was a round trip to its thread, and an append took
-        10x the sync store's time); on PostgreSQL on the asyncio connection, a plan that does
-        file I/O as it goes in SQLAlchemy's worker greenlet on the connection's sync side."""
+        """Run a plan: on SQLite, on its own driver (through aiosqlite every statement was a
+        round trip to its thread, and an append took 10x the sync store's time), on the loop
+        until it would wait or run long, then in a worker thread (see `handoff`); a plan that
+        does file I/O as it goes, in a worker thread from the start. On PostgreSQL on the
+        asyncio connection, a plan that does file I/O in SQLAlchemy's worker greenlet on the
+        connection's sync side."""
         plan, write, action = request.plan, request.write, request.action
         if self.backend.async_in_thread:
             if not self._opened:
                 await self.open()
-            return await asyncio.to_thread(sync_run, self._sync(), plan, write=write, action=action)
+            if request.files:
+                engine = self._sync()
+                return await asyncio.to_thread(sync_run, engine, plan, write=write, action=action)
+            if self._on_loop is None:
+                self._on_loop = LoopConnection(self._sync())
+            return await self._on_loop.run(plan, write=write, action=action)
         with translate_database_errors(action):
             async with self.transaction(write=write) as connection:
                 if request.files:

@@ -16,6 +16,7 @@ from sqlalchemy import Engine
 
 from memstore.graph import SessionGraph
 from memstore.store import compaction, importing, plans, search, short_ids
+from memstore.store.keyed import KeyedAppends
 from memstore.store.migrate import current_revision, downgrade, upgrade
 from memstore.store.operation import Await, OnEngine, Program, operation
 from memstore.store.plans import UNSET, Expiry, SessionInfo, StoreStats, Unset
@@ -47,9 +48,9 @@ def _revision(engine: Engine) -> str | None:
         return current_revision(connection)
 
 
-class StoreBase(Retention):
-    """Every store operation (the session DAGs here, files in and out in `Exchange`, expiry
-    and pruning in `Retention`), without I/O; see the module docstring."""
+class StoreBase(Retention, KeyedAppends):
+    """Every store operation (the session DAGs here; files in and out, expiry and pruning,
+    keyed appends in `Exchange`, `Retention`, `KeyedAppends`), without I/O; see the module."""
 
     @operation
     def clean_abandoned_imports(self, *, force: Collection[str] = ()) -> Program[list[str]]:
@@ -297,15 +298,10 @@ class StoreBase(Retention):
         expires_at: Expiry | Unset = UNSET,
     ) -> Program[None]:
         """Set a session's title, tags (replacing them), metadata or expiry (`Expiry`)."""
-        changes = plans.update_session(
-            self.dialect,
-            session_id,
-            title=title,
-            tags=tags,
-            metadata=metadata,
-            expires_at=expires_at,
+        plan = plans.update_session(
+            self.dialect, session_id, title=title, tags=tags, metadata=metadata, expiry=expires_at
         )
-        yield from self._write(changes, f"updating session {session_id!r}")
+        yield from self._write(plan, f"updating session {session_id!r}")
 
     @operation
     def delete_session(self, session_id: str) -> Program[bool]:

@@ -5,8 +5,8 @@ Alembic revisions in `migrations/` create and evolve these tables; a test checks
 - `sessions`: one row per session, with its head (live leaf) and user metadata. `importing`
   (SQLite, migration 0018) names the process importing a new session in committed chunks: until
   it is cleared, every read treats the session as absent (see `memstore.store.importing`).
-  `expires_at` (migration 0021) is the epoch ms after which `prune(expired=True)` deletes it.
-- `expiry_defaults` (migration 0021): how long after its last update a session without an
+  `expires_at` (migration 0022) is the epoch ms after which `prune(expired=True)` deletes it.
+- `expiry_defaults` (migration 0022): how long after its last update a session without an
   `expires_at` expires: one row for the store (`scope` 'store', `tag` ''), one per tag.
 - `session_tags`: the tags of a session, one row each (so filtering is a plain join).
 - `nodes`: the content-addressed turns. A turn is stored as its exact JSON text; role and time
@@ -20,6 +20,9 @@ Alembic revisions in `migrations/` create and evolve these tables; a test checks
   unknown record types).
 - `node_usage`: what the model call behind an imported node cost (provider, model, tokens,
   US dollars), one row per node whose source file says so (pi and Claude Code imports).
+- `node_keys`: a key a writer gave a node, unique in its session (`append_keyed`: a Claude Agent
+  SDK entry's `uuid`), so that an append skips the turns stored already by a primary-key lookup
+  inside its transaction (migration 0021).
 - `nodes_fts` (SQLite only, made by migration 0002, not modelled here): the FTS5 index of a
   node's search text. The store fills it as it inserts nodes; triggers keep it on delete and
   update. Since migration 0016 it is external-content over the `node_search` view, which derives
@@ -73,6 +76,7 @@ __all__ = [
     "expiry_defaults",
     "metadata",
     "node_blocks",
+    "node_keys",
     "node_search",
     "node_usage",
     "nodes",
@@ -233,6 +237,17 @@ node_usage = Table(
     Column("cache_read_tokens", BigInteger, nullable=True),
     Column("cache_write_tokens", BigInteger, nullable=True),
     Column("cost_usd", Float, nullable=True),
+    ForeignKeyConstraint(
+        ["session_id", "node_id"], ["nodes.session_id", "nodes.id"], ondelete="CASCADE"
+    ),
+)
+
+node_keys = Table(
+    "node_keys",
+    metadata,
+    Column("session_id", Id, primary_key=True),
+    Column("key", Id, primary_key=True),
+    Column("node_id", Id, nullable=False),
     ForeignKeyConstraint(
         ["session_id", "node_id"], ["nodes.session_id", "nodes.id"], ondelete="CASCADE"
     ),

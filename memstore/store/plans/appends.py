@@ -2,7 +2,7 @@
 search text, logging each append, and forking a path into a new session.
 
 The append path is hot: its statements are `Prepared` (compiled once, run on the driver's
-cursor), and one node or a batch goes through the same `_store_chain`.
+cursor), and one node or a batch goes through the same `store_chain`.
 """
 
 from __future__ import annotations
@@ -54,6 +54,7 @@ __all__ = [
     "fork_session",
     "insert_nodes",
     "insert_rows",
+    "store_chain",
 ]
 
 # Inserts of whole rows (every column but the generated key), one row per parameter dict.
@@ -92,7 +93,7 @@ def append_node(
     head = yield from ensure_session(dialect, session_id, now)
     if not isinstance(expected_head, Unset) and head != expected_head:
         raise HeadMovedError(session_id, expected_head, head)
-    yield from _store_chain(dialect, session_id, (node,), now)
+    yield from store_chain(dialect, session_id, (node,), now)
 
 
 def chain_nodes(parent: str | None, turns: Sequence[Turn], created_at: int) -> list[SessionNode]:
@@ -152,7 +153,7 @@ def _append_turns(
             return landed
         raise HeadMovedError(session_id, expected_head, head)
     chain = chain_nodes(head if isinstance(parent, Unset) else parent, turns, stamp)
-    yield from _store_chain(dialect, session_id, chain, now)
+    yield from store_chain(dialect, session_id, chain, now)
     return chain
 
 
@@ -166,7 +167,7 @@ def _holds_chain(dialect: str, session_id: str, chain: Sequence[SessionNode]) ->
     return True
 
 
-def _store_chain(
+def store_chain(
     dialect: str, session_id: str, chain: Sequence[SessionNode], now: int
 ) -> Plan[None]:
     """Insert the chain's new nodes, log one append per node and move the head to the last."""

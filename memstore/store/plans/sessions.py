@@ -277,7 +277,7 @@ def update_session(
     title: str | Unset | None = UNSET,
     tags: Sequence[str] | Unset = UNSET,
     metadata: Mapping[str, Any] | Unset | None = UNSET,
-    expires_at: int | datetime | Unset | None = UNSET,
+    expiry: int | datetime | Unset | None = UNSET,
 ) -> Plan[None]:
     """Set a session's title, tags, metadata or expiry (creating an empty session if needed)."""
     validate_session_id(session_id)
@@ -287,8 +287,8 @@ def update_session(
         values["title"] = title
     if not isinstance(metadata, Unset):
         values["meta"] = dict(metadata) if metadata is not None else None
-    if not isinstance(expires_at, Unset):
-        values["expires_at"] = epoch_ms(expires_at)
+    if not isinstance(expiry, Unset):
+        values["expires_at"] = epoch_ms(expiry)
     if values:
         yield update(sessions).where(sessions.c.id == session_id).values(**values)
     if not isinstance(tags, Unset):

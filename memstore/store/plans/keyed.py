@@ -1,0 +1,115 @@
+"""Keyed appends: turns that carry a writer's key (a Claude Agent SDK entry's `uuid`), appended
+unless the session holds the key already, looked up by the `node_keys` primary key inside the
+writing transaction; so the cost of an append does not grow with the session, and concurrent
+appends of the same keys store each once (the session row's lock orders them)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeAlias
+
+from sqlalchemy import bindparam, select, update
+
+from memstore import jsjson
+from memstore.errors import InvalidArgumentError
+from memstore.store.plans.appends import chain_nodes, store_chain
+from memstore.store.plans.contract import Plan, now_ms
+from memstore.store.plans.sessions import ensure_session, update_session
+from memstore.store.prepared import Prepared
+from memstore.store.tables import node_keys, sessions
+from memstore.types import SessionNode, Turn, TurnLike, parse_turn, validate_session_id
+
+__all__ = ["Revise", "append_keyed"]
+
+Revise: TypeAlias = Callable[[Mapping[str, Any], list[Turn]], Mapping[str, Any] | None]
+"""Given a session's metadata and the turns an append added, the title, tags or metadata to set
+in the same transaction (`update_session`'s keyword arguments), or None."""
+
+_MAX_KEY = 255
+# The hot path's statements, compiled once (see `prepared`).
+_HELD_KEY = Prepared(
+    select(node_keys.c.key).where(
+        node_keys.c.session_id == bindparam("session_id"), node_keys.c.key == bindparam("key")
+    )
+)
+_INSERT_KEYS = Prepared.insert(node_keys, [c.name for c in node_keys.columns])
+_METADATA = Prepared(select(sessions.c.meta).where(sessions.c.id == bindparam("session_id")))
+_SET_METADATA = Prepared(
+    update(sessions).where(sessions.c.id == bindparam("session_id")).values(meta=bindparam("meta"))
+)
+
+
+def append_keyed(
+    dialect: str,
+    session_id: str,
+    turns: Sequence[TurnLike],
+    keys: Sequence[str | None],
+    revise: Revise | None = None,
+) -> Plan[list[SessionNode]]:
+    """Chain onto the head the turns whose key (None: no key) neither the session nor an earlier
+    turn of the call holds, store their keys, then apply `revise`; the nodes appended."""
+    validate_session_id(session_id)
+    if isinstance(turns, str | bytes | Mapping | Turn) or len(turns) != len(keys):
+        raise InvalidArgumentError("append_keyed takes a list of turns and a key for each")
+    for key in keys:
+        if key is not None and (not isinstance(key, str) or not 0 < len(key) <= _MAX_KEY):
+            raise InvalidArgumentError(
+                f"session {session_id!r}: a turn's key is a string of 1 to {_MAX_KEY} "
+                f"characters or None, not {str(key)[:60]!r}"
+            )
+    parsed = [parse_turn(turn) for turn in turns]
+    return _append_keyed(dialect, session_id, parsed, keys, revise)
+
+
+def _append_keyed(
+    dialect: str,
+    session_id: str,
+    turns: Sequence[Turn],
+    keys: Sequence[str | None],
+    revise: Revise | None,
+) -> Plan[list[SessionNode]]:
+    if not turns:
+        return []
+    now = now_ms()
+    head = yield from ensure_session(dialect, session_id, now)  # locks the session: writers queue
+    seen: set[str] = set()
+    for wanted in sorted({key for key in keys if key is not None}):  # by the primary key
+        held = yield _HELD_KEY, {"session_id": session_id, "key": wanted}
+        seen.update(held.scalars())
+    new: list[tuple[Turn, str | None]] = []
+    for turn, key in zip(turns, keys, strict=True):
+        if key is not None:
+            if key in seen:
+                continue
+            seen.add(key)
+        new.append((turn, key))
+    if not new:
+        return []
+    chain = chain_nodes(head, [turn for turn, _ in new], now)
+    yield from store_chain(dialect, session_id, chain, now)
+    rows = [
+        {"session_id": session_id, "key": key, "node_id": node.id}
+        for node, (_, key) in zip(chain, new, strict=True)
+        if key is not None
+    ]
+    if rows:
+        yield _INSERT_KEYS, rows[0] if len(rows) == 1 else rows
+    if revise is not None:
+        yield from _revised(dialect, session_id, chain, revise)
+    return chain
+
+
+def _revised(
+    dialect: str, session_id: str, chain: Sequence[SessionNode], revise: Revise
+) -> Plan[None]:
+    """Apply `revise` to the session (a change of metadata alone: one prepared update)."""
+    meta = (yield _METADATA, {"session_id": session_id}).scalar_one_or_none()
+    if isinstance(meta, str | bytes):  # SQLite's driver gives the JSON text
+        meta = jsjson.loads(meta)
+    change = revise(meta or {}, [node.turn for node in chain])
+    if not change:
+        return
+    if set(change) == {"metadata"} and change["metadata"] is not None:
+        yield _SET_METADATA, {"session_id": session_id, "meta": dict(change["metadata"])}
+    else:
+        yield from update_session(dialect, session_id, **change)
