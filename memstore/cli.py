@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from memstore.store.exports import ExportedFile
     from memstore.store.transfer import FileImport, FileProgress
     from memstore.store.transfer import Progress as ImportProgress
-    from memstore.types import ModelInvoker, SessionNode
+    from memstore.types import ModelInvoker
 
 __all__ = ["app", "main"]
 
@@ -834,7 +834,9 @@ def show(
         nodes = store.load_path_nodes(session, leaf, last=last)
         short = {} if as_json else store.short_node_ids(session, (node.id for node in nodes))
     if as_json:
-        emit_nodes_json(nodes)
+        from memstore.json_stream import write_nodes_json
+
+        write_nodes_json(nodes, sys.stdout.write)
     else:
         out.print(render_transcript(nodes, short))
 
@@ -845,60 +847,13 @@ NodeKey = tuple[str, str]
 
 def _short_ids(store: SessionStore, wanted: Iterable[tuple[str, str | None]]) -> dict[NodeKey, str]:
     """Each (session, node id) pair's short id, unique in its session (a None id: no node)."""
-    by_session: dict[str, list[str]] = {}
-    for session_id, node_id in wanted:
-        if node_id is not None:
-            by_session.setdefault(session_id, []).append(node_id)
-    return {
-        (session_id, node_id): shown
-        for session_id, ids in by_session.items()
-        for node_id, shown in store.short_node_ids(session_id, ids).items()
-    }
+    pairs = [(session_id, node_id) for session_id, node_id in wanted if node_id is not None]
+    return store.short_node_ids_by_session(pairs) if pairs else {}
 
 
 def _shown(short: Mapping[NodeKey, str], session_id: str, node_id: str | None) -> str:
     """A node id as tables show it: its short form, or whole when it has none (or '')."""
     return "" if node_id is None else short.get((session_id, node_id), node_id)
-
-
-def emit_nodes_json(nodes: list[SessionNode]) -> None:
-    """Print nodes as one indented JSON array (as `emit_json` would), a node at a time and in
-    pieces: each node's models are let go before its plain values are built, so a huge turn
-    costs its values once, not also its models and a whole indented copy of its text. Empties
-    `nodes`."""
-    from memstore import jsjson
-
-    write = sys.stdout.write
-    nodes.reverse()  # popped from the end: oldest first
-    separator = "[\n  "
-    while nodes:
-        node = nodes.pop()
-        record = {"id": node.id, "parent": node.parent, "turn": None, "createdAt": node.created_at}
-        text = node.turn.json_text()
-        del node  # the last reference to its models
-        record["turn"] = jsjson.loads(text)
-        del text
-        write(separator)
-        separator = ",\n  "
-        if _nests_deeper_than(record, sys.getrecursionlimit() // 4):
-            write(jsjson.dumps(record))  # iterative: any depth, on one line
-            continue
-        for piece in json.JSONEncoder(ensure_ascii=False, indent=2).iterencode(record):
-            write(piece.replace("\n", "\n  "))
-    write("[]\n" if separator.startswith("[") else "\n]\n")
-
-
-def _nests_deeper_than(value: Any, limit: int) -> bool:
-    """Whether a JSON value nests more than `limit` arrays and objects deep (found iteratively)."""
-    stack = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict | list):
-            if depth >= limit:
-                return True
-            children = item.values() if isinstance(item, dict) else item
-            stack.extend((child, depth + 1) for child in children)
-    return False
 
 
 SNIPPET_WIDTH = 40

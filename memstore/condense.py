@@ -117,7 +117,10 @@ def should_compact(
 
 
 def _has_tool_result(turn: TurnLike) -> bool:
-    return any(block.get("kind") == "tool_result" for block in turn_to_json(turn).get("blocks", ()))
+    """`Turn.has_tool_result`, of a Turn or its wire form."""
+    if isinstance(turn, Turn):
+        return turn.has_tool_result
+    return Turn.kinds_have_tool_result(block.get("kind") for block in turn.get("blocks", ()))
 
 
 def find_cut_point(messages: Sequence[TurnLike], keep_recent: int) -> int:

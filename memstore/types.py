@@ -152,6 +152,17 @@ class Turn(_Wire):
             raise ValueError(problem)
         return self
 
+    @property
+    def has_tool_result(self) -> bool:
+        """Whether the turn answers a tool call (holds a tool_result block): a history is never
+        cut just before such a turn, which would part the result from its call."""
+        return Turn.kinds_have_tool_result(block.kind for block in self.blocks)
+
+    @staticmethod
+    def kinds_have_tool_result(kinds: Iterable[object]) -> bool:
+        """`has_tool_result` of a turn in wire form, given its blocks' kinds."""
+        return any(kind == "tool_result" for kind in kinds)
+
     def to_json(self) -> JsonDict:
         """The wire form: a plain dict in the original key order, unknown keys included."""
         return self.model_dump()

@@ -295,3 +295,27 @@ def test_a_malformed_content_part_is_kept_with_a_warning_naming_file_and_line(
     assert item.warnings[0].startswith(f"{path}:{number}: ")
     assert item.warnings[0].endswith(f"kept as a {kept_as} block, which search does not read")
     assert store.load_path("bad")[0].blocks[0].kind == kept_as
+
+
+def test_a_nul_in_a_pi_header_is_kept_on_sqlite_and_refused_on_postgresql_naming_the_field(
+    store: SessionStore, tmp_path: Path
+) -> None:
+    """PostgreSQL's text and jsonb cannot hold NUL: the import says which file and field, as a
+    JsonlError, and leaves nothing (it was a bare DatabaseError); SQLite keeps the cwd."""
+    lines = pi_lines("nul", 2)
+    header = jsjson.loads(lines[0])
+    header["cwd"] = "/work/a\0b"
+    lines[0] = jsjson.dumps_bytes(header) + b"\n"
+    path = tmp_path / "nul.jsonl"
+    write_lines(path, lines)
+    if store.backend.text_holds_nul:
+        store.import_foreign(path)
+        assert store.session_info("nul").metadata["cwd"] == "/work/a\0b"
+        return
+    with pytest.raises(JsonlError) as caught:
+        store.import_foreign(path)
+    assert str(caught.value) == (
+        f"{path}: the session's metadata['cwd'] holds a NUL character, which PostgreSQL cannot "
+        "store: remove it"
+    )
+    assert store.list_sessions() == []

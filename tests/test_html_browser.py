@@ -222,3 +222,30 @@ def test_a_3000_turn_session_is_usable(browser: Browser, tmp_path: Path) -> None
     assert wanted in found
     assert browser.js(IN_VIEW.format(".turn.found")) is True
     assert browser.problems() == []
+
+
+RENDERED = (
+    "[...document.querySelectorAll('article.turn:not([hidden]) > header')]"
+    ".filter(h => h.checkVisibility({contentVisibilityAuto: true})).length"
+)
+
+
+def test_a_long_page_opens_at_the_head_laying_out_only_the_turns_in_view(
+    browser: Browser, tmp_path: Path
+) -> None:
+    graph = load_legacy("large-session")
+    show(browser, graph, tmp_path, "long")
+    assert graph.leaf is not None
+    head = article_of(browser, graph.leaf)
+    assert browser.js(IN_VIEW.format(head)) is True
+    assert browser.js(f"document.querySelector('{head} > header').checkVisibility("
+                      "{contentVisibilityAuto: true})") is True  # fmt: skip
+    shown = len(browser.js(VISIBLE_IDS))
+    assert shown > 500
+    assert 0 < browser.js(RENDERED) < 100  # the rest are skipped until scrolled to
+    browser.js("document.querySelector('article.turn:not([hidden])').scrollIntoView()")
+    browser.js("new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+    first = browser.js("document.querySelector('article.turn:not([hidden]) > header')"
+                       ".checkVisibility({contentVisibilityAuto: true})")  # fmt: skip
+    assert first is True
+    assert browser.problems() == []

@@ -25,7 +25,7 @@ def walked(store: SessionStore, session_id: str, leaf: str) -> list[SessionNode]
     """The path to `leaf` as the SQL walk finds it (how every whole path was read before)."""
 
     def walk() -> Program[list[SessionNode]]:
-        walking = paths._walked_rows(store.dialect, session_id, leaf, paths._NO_LIMIT)
+        walking = paths._walked_rows(store.backend, session_id, leaf, paths._NO_LIMIT)
         rows = yield from Run(walking, "walking a path")
         return plans.nodes_from_rows(rows)
 

@@ -10,6 +10,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+import sqlalchemy
 from typer.testing import CliRunner
 
 from memstore import AmbiguousNodeError, UnknownNodeError
@@ -117,6 +118,37 @@ def test_the_store_shortens_ids_as_the_graph_does_and_resolves_them_back(
         monkeypatch.undo()
     assert store.short_node_ids("t", ["line-10", "nope", "\x00", ids[0]]) == {}
     assert store.short_node_ids("missing", SHARING) == {}
+
+
+def test_the_ids_of_many_sessions_are_shortened_in_one_statement(
+    store: SessionStore, ids: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`memstore sessions` and `search` show ids of many sessions: one read for all of them
+    (it was one per session), the same short forms as `short_node_ids` gives each session."""
+    chain(store, "t", SHARING)
+    wanted = [("s", node_id) for node_id in ids[::3]] + [("t", node_id) for node_id in SHARING]
+    expected = {
+        (session_id, node_id): shown
+        for session_id in ("s", "t")
+        for node_id, shown in store.short_node_ids(
+            session_id, [node_id for owner, node_id in wanted if owner == session_id]
+        ).items()
+    }
+    assert len(expected) == len(wanted)
+    strays = [("missing", ids[0]), ("t", ids[0]), ("s", "\x00"), ("\x00", ids[0])]
+    reads: list[str] = []
+    if isinstance(store, SessionStore):  # the async variants run on their own engine
+        sqlalchemy.event.listen(
+            store.engine,
+            "before_cursor_execute",
+            lambda *args: reads.append(args[2]) if "FROM nodes" in args[2] else None,
+        )
+    assert store.short_node_ids_by_session([*wanted, *strays]) == expected
+    assert len(reads) == (1 if isinstance(store, SessionStore) else 0)
+    monkeypatch.setattr(shortening, "SESSIONS_AT_ONCE", 1)  # a statement per session
+    monkeypatch.setattr(shortening, "WHOLE_SESSION", 4)  # each session's ids read whole
+    assert store.short_node_ids_by_session(wanted) == expected
+    assert store.short_node_ids_by_session([]) == {}
 
 
 def test_a_short_id_is_the_shortest_prefix_no_other_id_starts_with() -> None:

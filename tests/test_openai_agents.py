@@ -11,7 +11,14 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
-from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool, set_tracing_disabled
+from agents import (
+    Agent,
+    OpenAIChatCompletionsModel,
+    RunConfig,
+    Runner,
+    function_tool,
+    set_tracing_disabled,
+)
 from agents.memory import (
     Session,
     SessionSettings,
@@ -20,7 +27,7 @@ from agents.memory import (
 )
 from openai import AsyncOpenAI
 
-from memstore import CompactionPolicy, ModelCard
+from memstore import CompactionPolicy, ModelCard, SessionStore
 from memstore.integrations._history import AnyStore
 from memstore.integrations.openai_agents import MemstoreSession, SessionCompaction
 from memstore.invokers import extractive
@@ -104,6 +111,47 @@ def test_the_runner_sends_turn_3_what_the_sdks_own_sqlite_session_sends(
         assert [tuple(row) for row in rows.rows] == [("add", 1)]
 
     with_store(body)
+
+
+@pytest.mark.parametrize("where", ["session", "run_config"])
+def test_dict_session_settings_limit_what_the_runner_sends_as_the_sdks_sessions_do(
+    where: str, with_store: Callable[[Body], None], tmp_path: Path
+) -> None:
+    """`{"limit": 2}` wherever the SDK takes settings: the session's constructor (the Runner
+    raised AttributeError: 'dict' object has no attribute 'limit') or the RunConfig."""
+    settings = {"limit": 2}
+
+    async def converse(make: Callable[..., Session], url: str) -> list[Any]:
+        client = AsyncOpenAI(base_url=f"{url}/v1", api_key="test", max_retries=0)
+        model = OpenAIChatCompletionsModel(model="m", openai_client=client)
+        agent = Agent(name="calc", instructions="You add numbers.", model=model, tools=[add])
+        session = make(session_settings=settings) if where == "session" else make()
+        config = RunConfig(session_settings=settings) if where == "run_config" else None
+        for prompt in ("What is 2 + 3?", "Times 4?", "Thanks"):
+            await Runner.run(agent, prompt, session=session, run_config=config)
+        return await session.get_items()
+
+    async def body(store: AnyStore) -> None:
+        sdk_db = str(tmp_path / f"sdk-{where}.db")
+        with serve(*_SCRIPT) as server:
+            theirs = await converse(functools.partial(SQLiteSession, "s", sdk_db), server.url)
+        with serve(*_SCRIPT) as ours:
+            mine = await converse(functools.partial(MemstoreSession, "s", store), ours.url)
+        assert len(ours.received) == len(server.received) == 4
+        sent = [request.body["messages"] for request in ours.received]
+        assert sent == [request.body["messages"] for request in server.received]
+        assert len(sent[-1]) == 4  # system, the 2 newest items, the new prompt
+        assert mine == theirs
+
+    with_store(body)
+
+
+def test_session_settings_given_as_a_dict_are_the_sdks_settings(sqlite_url: str) -> None:
+    with SessionStore(sqlite_url) as store:
+        session = MemstoreSession("s", store, session_settings={"limit": 3})
+        assert session.session_settings == SessionSettings(limit=3)
+        session.session_settings = None
+        assert session.session_settings == SessionSettings()
 
 
 def _message(text: str) -> Any:

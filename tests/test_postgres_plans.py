@@ -24,6 +24,7 @@ from memstore import SessionGraph, SessionNode, SessionStore
 from memstore.jsonl import append_lines
 from memstore.store.engine import create_store_engine
 from memstore.store.plans import paths as path_plans
+from memstore.store.policy import POSTGRESQL
 from memstore.store.prepared import Prepared
 
 SIZE = 2_000  # nodes: enough that a scan of a session's rows costs more than a lookup
@@ -141,8 +142,8 @@ def _as_sent(prepared: Prepared) -> re.Pattern[str]:
 
 WHOLE_SESSION_READS = [
     _as_sent(path_plans._CHAIN_CHECK),
-    _as_sent(path_plans._CHAIN_ROWS["postgresql", True]),
-    _as_sent(path_plans._CHAIN_ROWS["postgresql", False]),
+    _as_sent(path_plans._CHAIN_ROWS[POSTGRESQL, True]),
+    _as_sent(path_plans._CHAIN_ROWS[POSTGRESQL, False]),
 ]
 
 

@@ -16,6 +16,7 @@ from memstore.store import aio, plans
 from memstore.store.bulk import paused_gc
 from memstore.store.errors import translate_database_errors
 from memstore.store.plans import nodes
+from memstore.store.policy import Backend
 from memstore.store.prepared import Prepared
 from memstore.store.sync import drive
 from memstore.store.tables import sessions
@@ -32,9 +33,9 @@ ROWS: list[dict[str, Any]] = [
 ]
 
 
-def set_meta_plan(dialect: str) -> plans.Plan[list[tuple[Any, ...]]]:
+def set_meta_plan(backend: Backend) -> plans.Plan[list[tuple[Any, ...]]]:
     for row in ROWS:
-        yield from plans.ensure_session(dialect, row["session_id"], 1)
+        yield from plans.ensure_session(backend, row["session_id"], 1)
     yield SET_META, ROWS  # executemany
     return list((yield TITLES, {}))  # rows as the driver gives them
 
@@ -53,7 +54,7 @@ def test_prepared_statements_bind_converted_values_defaults_and_many_rows(
     with SessionStore(database_url) as store:
         store.update_session("a", title="set before")
         with store.transaction(write=True) as connection:
-            assert drive(set_meta_plan(store.dialect), connection) == [("a", None), ("b", None)]
+            assert drive(set_meta_plan(store.backend), connection) == [("a", None), ("b", None)]
         check_metadata(store)
 
 
@@ -63,7 +64,7 @@ def test_prepared_statements_run_the_same_on_an_async_connection(database_url: s
         try:
             await store.open()
             async with store.transaction(write=True) as connection:
-                return await aio.drive(set_meta_plan(store.dialect), connection)
+                return await aio.drive(set_meta_plan(store.backend), connection)
         finally:
             await store.close()
 

@@ -20,6 +20,7 @@ from memstore import (
 from memstore.errors import (
     DatabaseError,
     HeadMovedError,
+    InvalidArgumentError,
     NodeConflictError,
     SessionExistsError,
     StoreError,
@@ -419,3 +420,31 @@ def test_an_append_behind_a_held_lock_fails_after_the_lock_timeout_with_a_clear_
             holder.dispose()
         store.append_node("s", node)  # once the lock is gone, appends go through
         assert store.head("s") == node.id
+
+
+def test_a_session_field_holding_a_nul_is_refused_where_the_database_cannot_store_it(
+    store: SessionStore,
+) -> None:
+    """PostgreSQL cannot store NUL in text or jsonb: an InvalidArgumentError names the field
+    (it was a bare DatabaseError); SQLite stores it."""
+    fields: list[dict[str, Any]] = [
+        {"title": "a\0b"},
+        {"tags": ["ok", "a\0b"]},
+        {"metadata": {"deep": [{"x": "a\0b"}]}},
+        {"metadata": {"a\0b": 1}},
+    ]
+    named = ["title", "tags[1]", "metadata['deep'][0]['x']", "metadata key 'a\\x00b'"]
+    for given, name in zip(fields, named, strict=True):
+        if store.backend.text_holds_nul:
+            store.update_session("s", **given)
+            continue
+        with pytest.raises(InvalidArgumentError) as caught:
+            store.update_session("s", **given)
+        assert str(caught.value) == (
+            f"{name} holds a NUL character, which PostgreSQL cannot store: remove it"
+        )
+    if store.backend.text_holds_nul:
+        info = store.session_info("s")
+        assert (info.title, info.tags, info.metadata) == ("a\0b", ("a\0b", "ok"), {"a\0b": 1})
+    else:
+        assert store.list_sessions() == []

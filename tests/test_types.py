@@ -214,3 +214,13 @@ def test_a_turn_computes_its_json_text_once_and_a_changed_copy_its_own() -> None
     assert assistant.json_text() == '{"role":"assistant","blocks":[{"kind":"text","text":"x"}]}'
     assert turn.json_text() == '{"role":"user","blocks":[{"kind":"text","text":"x"}]}'
     assert turn.model_copy().json_text() == turn.json_text()
+
+
+def test_a_turn_answers_a_tool_call_when_any_of_its_blocks_is_a_tool_result() -> None:
+    result = {"kind": "tool_result", "callId": "c1", "output": "ok"}
+    text = {"kind": "text", "text": "done"}
+    assert parse_turn({"role": "user", "blocks": [text, result]}).has_tool_result
+    assert not parse_turn({"role": "assistant", "blocks": [text]}).has_tool_result
+    assert not parse_turn({"role": "user", "blocks": []}).has_tool_result
+    assert Turn.kinds_have_tool_result(["text", "tool_result"])
+    assert not Turn.kinds_have_tool_result(["tool_call", "text"])

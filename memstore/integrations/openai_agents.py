@@ -24,7 +24,7 @@ from memstore.errors import MissingExtraError
 
 try:
     from agents.memory import OpenAIResponsesCompactionArgs, SessionSettings
-    from agents.memory.session_settings import resolve_session_limit
+    from agents.memory.session_settings import coerce_session_settings, resolve_session_limit
 except ImportError as exc:
     raise MissingExtraError(__name__, "openai-agents", exc) from exc
 
@@ -61,7 +61,7 @@ class MemstoreSession:
         session_id: str,
         store: AnyStore,
         *,
-        session_settings: SessionSettings | None = None,
+        session_settings: SessionSettings | dict[str, Any] | None = None,
         compaction: SessionCompaction | None = None,
     ) -> None:
         self.session_id = validate_session_id(session_id)
@@ -69,6 +69,16 @@ class MemstoreSession:
         self.session_settings = session_settings
         self.compaction = compaction
         self._seen: _Seen | None = None
+
+    @property
+    def session_settings(self) -> SessionSettings:
+        """The settings (`{"limit": 2}` or a `SessionSettings`; None: the defaults), as the
+        SDK's sessions keep them: a `SessionSettings`, which the Runner reads."""
+        return self._settings
+
+    @session_settings.setter
+    def session_settings(self, value: SessionSettings | dict[str, Any] | None) -> None:
+        self._settings = SessionSettings() if value is None else coerce_session_settings(value)
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         """The latest `limit` items (default: the settings' limit, else all), oldest first."""

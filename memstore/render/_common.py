@@ -30,7 +30,11 @@ def iso_time(created_at: int) -> str:
 
 def scrub(text: str) -> str:
     """`text` with lone surrogates replaced, so the output can always be written as UTF-8."""
-    return _SURROGATE.sub("\ufffd", text)
+    try:
+        text.encode("utf-8")  # the common case, and a quarter of the search's time
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", text)
+    return text
 
 
 def pretty_json(value: Any) -> str:

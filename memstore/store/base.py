@@ -15,9 +15,10 @@ from typing import Any
 from sqlalchemy import Engine
 
 from memstore.graph import SessionGraph
-from memstore.store import compaction, importing, plans, search, short_ids
+from memstore.store import compaction, importing, plans, search
 from memstore.store.keyed import KeyedAppends
 from memstore.store.migrate import current_revision, downgrade, upgrade
+from memstore.store.node_ids import NodeIds
 from memstore.store.operation import Await, OnEngine, Program, operation
 from memstore.store.plans import UNSET, Expiry, SessionInfo, StoreStats, Unset
 from memstore.store.readonly import (
@@ -48,9 +49,10 @@ def _revision(engine: Engine) -> str | None:
         return current_revision(connection)
 
 
-class StoreBase(Retention, KeyedAppends):
-    """Every store operation (the session DAGs here; files in and out, expiry and pruning,
-    keyed appends in `Exchange`, `Retention`, `KeyedAppends`), without I/O; see the module."""
+class StoreBase(Retention, KeyedAppends, NodeIds):
+    """Every store operation (the session DAGs here, files in and out in `Exchange`, expiry
+    and pruning in `Retention`, keyed appends in `KeyedAppends`, short node ids in `NodeIds`),
+    without I/O; see the module docstring."""
 
     @operation
     def clean_abandoned_imports(self, *, force: Collection[str] = ()) -> Program[list[str]]:
@@ -66,11 +68,11 @@ class StoreBase(Retention, KeyedAppends):
         Raises:
             InvalidArgumentError: `force` names a session that is not being imported.
         """
-        plan = importing.abandoned_imports(self.dialect, force)
+        plan = importing.abandoned_imports(self.backend, force)
         found = yield from self._read(plan, "looking for abandoned imports")
         if not found:
             return []
-        cleaning = importing.clean_abandoned(self.dialect, found)
+        cleaning = importing.clean_abandoned(self.backend, found)
         return (yield from self._write(cleaning, importing.deleting(found)))
 
     def _cleaning_on_open(self) -> Program[None]:
@@ -115,7 +117,7 @@ class StoreBase(Retention, KeyedAppends):
             UnknownNodeError: the node's parent is not in the session.
             NodeConflictError: the session holds the node's id with different content.
         """
-        plan = plans.append_node(self.dialect, session_id, node, expected_head)
+        plan = plans.append_node(self.backend, session_id, node, expected_head)
         yield from self._write(plan, f"appending to session {session_id!r}")
 
     @operation
@@ -140,7 +142,7 @@ class StoreBase(Retention, KeyedAppends):
             InvalidTurnError: `turn` breaks the contract; nothing was written.
         """
         plan = plans.append_turns(
-            self.dialect, session_id, [turn], expected_head, created_at, parent
+            self.backend, session_id, [turn], expected_head, created_at, parent
         )
         (node,) = yield from self._write(plan, f"appending to session {session_id!r}")
         return node
@@ -183,7 +185,7 @@ class StoreBase(Retention, KeyedAppends):
             UnknownNodeError: the session has no node `parent`; nothing was written.
         """
         plan = plans.append_turns(
-            self.dialect, session_id, turns, expected_head, created_at, parent
+            self.backend, session_id, turns, expected_head, created_at, parent
         )
         return (yield from self._write(plan, f"appending to session {session_id!r}"))
 
@@ -203,7 +205,7 @@ class StoreBase(Retention, KeyedAppends):
         as in `append_many`; `exists` True or False requires `session_id` to exist
         (UnknownSessionError) or not (SessionExistsError)."""
         plan = plans.append_merging_metadata(
-            self.dialect, session_id, list(turns), merges, expected_head, exists
+            self.backend, session_id, list(turns), merges, expected_head, exists
         )
         return (yield from self._write(plan, f"appending to session {session_id!r}"))
 
@@ -231,7 +233,7 @@ class StoreBase(Retention, KeyedAppends):
         Raises:
             UnknownNodeError: the session has no node `leaf`.
         """
-        plan = plans.load_path(self.dialect, session_id, leaf, last)
+        plan = plans.load_path(self.backend, session_id, leaf, last)
         return (yield from self._read(plan, "loading a path"))
 
     @operation
@@ -239,33 +241,13 @@ class StoreBase(Retention, KeyedAppends):
         self, session_id: str, leaf: str | None = None, *, last: int | None = None
     ) -> Program[list[SessionNode]]:
         """Like `load_path`, but the nodes (ids, parents, times) rather than only the turns."""
-        plan = plans.load_path_nodes(self.dialect, session_id, leaf, last)
+        plan = plans.load_path_nodes(self.backend, session_id, leaf, last)
         return (yield from self._read(plan, "loading a path"))
 
     @operation
     def head(self, session_id: str) -> Program[str | None]:
         """The session's head node id, or None."""
         return (yield from self._read(plans.head(session_id), "reading a head"))
-
-    @operation
-    def resolve_node_id(self, session_id: str, node_id: str) -> Program[str]:
-        """The full id of the node that `node_id` (the id, or a unique prefix of it) names.
-
-        Raises:
-            UnknownNodeError: no node of the session has or starts with that id.
-            AmbiguousNodeError: several nodes' ids start with it (they are listed).
-        """
-        plan = plans.resolve_node_id(session_id, node_id)
-        return (yield from self._read(plan, "looking up a node id"))
-
-    @operation
-    def short_node_ids(self, session_id: str, node_ids: Iterable[str]) -> Program[dict[str, str]]:
-        """Each of `node_ids` the session holds, mapped to the shortest prefix of it (8
-        characters at least) that no other id of the session starts with, as git shortens
-        hashes, or to the whole id when it starts another; `resolve_node_id` takes each back
-        to its id. Ids the session does not hold are left out."""
-        plan = short_ids.short_node_ids(session_id, node_ids)
-        return (yield from self._read(plan, "shortening node ids"))
 
     @operation
     def sessions(
@@ -299,7 +281,7 @@ class StoreBase(Retention, KeyedAppends):
     ) -> Program[None]:
         """Set a session's title, tags (replacing them), metadata or expiry (`Expiry`)."""
         plan = plans.update_session(
-            self.dialect, session_id, title=title, tags=tags, metadata=metadata, expiry=expires_at
+            self.backend, session_id, title=title, tags=tags, metadata=metadata, expiry=expires_at
         )
         yield from self._write(plan, f"updating session {session_id!r}")
 
@@ -318,7 +300,7 @@ class StoreBase(Retention, KeyedAppends):
             SessionExistsError: `new_id` is taken.
             UnknownNodeError: the source has no node `leaf`.
         """
-        plan = plans.fork_session(self.dialect, source_id, leaf, new_id)
+        plan = plans.fork_session(self.backend, source_id, leaf, new_id)
         return (yield from self._write(plan, f"forking session {source_id!r}"))
 
     @operation
@@ -351,13 +333,13 @@ class StoreBase(Retention, KeyedAppends):
             CondensationError: the model could not produce a summary; nothing was written.
             HeadMovedError: another writer moved the head meanwhile; nothing was written.
         """
-        read = compaction.read_head_path(self.dialect, session_id)
+        read = compaction.read_head_path(self.backend, session_id)
         head, path = yield from self._read(read, f"reading session {session_id!r}")
         draft = yield from Await(
             compaction.draft_branch(session_id, head, path, model_card, invoker, policy, clock)
         )
         if draft.nodes:
-            branch = compaction.append_branch(self.dialect, session_id, draft.nodes, head)
+            branch = compaction.append_branch(self.backend, session_id, draft.nodes, head)
             yield from self._write(branch, f"compacting session {session_id!r}")
         return draft.result
 

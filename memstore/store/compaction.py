@@ -18,6 +18,7 @@ from memstore.errors import UnknownSessionError
 from memstore.graph import SessionGraph, system_clock
 from memstore.store import plans
 from memstore.store.plans import Plan
+from memstore.store.policy import Backend
 from memstore.store.tables import NOT_IMPORTING, sessions
 from memstore.types import (
     Clock,
@@ -62,7 +63,7 @@ class CompactionDraft:
     nodes: tuple[SessionNode, ...]
 
 
-def read_head_path(dialect: str, session_id: str) -> Plan[tuple[str | None, list[SessionNode]]]:
+def read_head_path(backend: Backend, session_id: str) -> Plan[tuple[str | None, list[SessionNode]]]:
     """The session's head and the nodes from the root to it.
 
     Raises:
@@ -77,7 +78,7 @@ def read_head_path(dialect: str, session_id: str) -> Plan[tuple[str | None, list
         raise UnknownSessionError(f"no session {session_id!r}")
     if row.head is None:
         return None, []
-    path = yield from plans.load_path_nodes(dialect, session_id, row.head)
+    path = yield from plans.load_path_nodes(backend, session_id, row.head)
     return row.head, path
 
 
@@ -152,7 +153,7 @@ async def draft_branch(
 
 
 def append_branch(
-    dialect: str, session_id: str, nodes: Sequence[SessionNode], expected_head: str | None
+    backend: Backend, session_id: str, nodes: Sequence[SessionNode], expected_head: str | None
 ) -> Plan[str | None]:
     """Append `nodes` (a chain, root first) in one transaction if the head is `expected_head`.
 
@@ -161,6 +162,6 @@ def append_branch(
     """
     head = expected_head
     for node in nodes:
-        yield from plans.append_node(dialect, session_id, node, head)
+        yield from plans.append_node(backend, session_id, node, head)
         head = node.id
     return head

@@ -39,6 +39,7 @@ from sqlalchemy.exc import ArgumentError
 from memstore._package import install_hint
 from memstore.errors import InvalidArgumentError, StoreError, StoreNotReadyError
 from memstore.store import DEFAULT_URL
+from memstore.store.policy import Backend, backend_of
 
 __all__ = [
     "DEFAULT_URL",
@@ -114,11 +115,16 @@ def upgrade_command(url: URL, schema: str | None = None) -> str:
     return f"`{shlex.join([*words, 'db', 'upgrade'])}`"
 
 
+def url_backend(url: URL) -> Backend:
+    """The backend a (parsed) URL names."""
+    return backend_of(url.get_backend_name())
+
+
 def check_schema(url: URL, schema: str | None) -> None:
     """Refuse a schema SQLite cannot have, or a name PostgreSQL cannot take."""
     if schema is None:
         return
-    if url.get_backend_name() == "sqlite":
+    if not url_backend(url).schemas:
         raise InvalidArgumentError(
             f"SQLite has no schemas, but schema {schema!r} was given for {shown_url(url)}: a "
             "schema (--schema, MEMSTORE_SCHEMA) is for PostgreSQL; leave it out for SQLite"
@@ -239,7 +245,7 @@ def configure_postgresql_lock_timeout(engine: Engine) -> None:
 
 def postgresql_connect_timeout(url: URL, kwargs: dict[str, Any]) -> None:
     """Give PostgreSQL connections a connect timeout, so an unanswering server is an error."""
-    if url.get_backend_name() == "postgresql" and "connect_timeout" not in url.query:
+    if not url_backend(url).one_file and "connect_timeout" not in url.query:
         connect_args = kwargs.setdefault("connect_args", {})
         connect_args.setdefault("connect_timeout", CONNECT_TIMEOUT_SECONDS)
 
@@ -256,7 +262,7 @@ def driver_installed(url: URL) -> Iterator[None]:
     try:
         yield
     except ImportError as exc:
-        extra = "postgres" if url.get_backend_name() == "postgresql" else "async"
+        extra = url_backend(url).driver_extra
         raise StoreError(
             f"{url.drivername} needs the {extra!r} extra: {install_hint(extra)} ({exc})"
         ) from exc
@@ -308,7 +314,7 @@ def store_url(
     through `reader` (its keyword, and a function of the URL that makes it)."""
     parsed = parse_url(url, drivers)
     check_schema(parsed, schema)
-    if parsed.get_backend_name() == "sqlite":
+    if url_backend(parsed).one_file:
         refuse_memory_sqlite(parsed)
         kwargs.setdefault("connect_args", {}).setdefault("timeout", BUSY_TIMEOUT_SECONDS)
         if read_only:
@@ -319,7 +325,7 @@ def store_url(
 
 def configure_store_engine(engine: Engine, *, schema: str | None, read_only: bool) -> None:
     """Configure a store's (sync) engine for its backend (see the module docstring)."""
-    if engine.dialect.name == "sqlite":
+    if backend_of(engine.dialect.name).one_file:
         configure_sqlite(engine, read_only=read_only)
     else:
         configure_postgresql(engine, schema=schema, read_only=read_only)

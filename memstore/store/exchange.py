@@ -50,7 +50,7 @@ class Exchange(StoreCore):
         """
         report = ImportReport()
         for file, plan in transfer.import_plans(
-            self.dialect,
+            self.backend,
             Path(path),
             session_id,
             migrators=self.migrators,
@@ -109,7 +109,7 @@ class Exchange(StoreCore):
         each file's agent from its first lines). See `import_pi`."""
         report = ImportReport()
         for file, plan in foreign.foreign_import_plans(
-            self.dialect, Path(path), agent, progress=progress
+            self.backend, Path(path), agent, progress=progress
         ):
             report.files.append((yield from self._write(plan, f"importing {file}", files=True)))
         return report
@@ -136,7 +136,7 @@ class Exchange(StoreCore):
         """
         report = ImportReport()
         for file, plan in sources.import_plans(
-            self.dialect,
+            self.backend,
             paths,
             source=source,
             session_id=session_id,

@@ -13,14 +13,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import text, update
+from sqlalchemy import update
 
 from memstore import jsjson
-from memstore.errors import JsonlError
+from memstore.errors import InvalidArgumentError, JsonlError
 from memstore.foreign import ForeignReader, ForeignTarget, foreign_targets, new_reader
 from memstore.foreign._common import Entry, Problem, decode_line
 from memstore.jsonl import Line, Record, is_torn, read_lines
-from memstore.store.import_batch import FileImport, ImportBatch, Progress
+from memstore.store.import_batch import FileImport, ImportBatch, Progress, start_import
 from memstore.store.plans import (
     Plan,
     ensure_session,
@@ -29,6 +29,7 @@ from memstore.store.plans import (
     session_info,
     update_session,
 )
+from memstore.store.policy import Backend
 from memstore.store.prepared import Prepared
 from memstore.store.stored_lines import match_prefix
 from memstore.store.tables import node_usage, sessions
@@ -89,19 +90,18 @@ class _UsageBatch:
 
 
 def import_foreign_file(
-    dialect: str, target: ForeignTarget, *, progress: Progress | None = None
+    backend: Backend, target: ForeignTarget, *, progress: Progress | None = None
 ) -> Plan[FileImport]:
     """Import one pi or Claude Code file into its session (incrementally)."""
     path, session_id = target.path, validate_session_id(target.session_id)
     report = FileImport(path, session_id)
     reader = new_reader(target.agent)
     with path.open("rb") as file:
-        if dialect == "postgresql":
-            yield text("SET LOCAL plan_cache_mode = force_custom_plan")
-        report.leaf = yield from ensure_session(dialect, session_id, now_ms())
+        yield from start_import(backend)
+        report.leaf = yield from ensure_session(backend, session_id, now_ms())
         _, imported = yield from match_prefix(path, session_id, file)
         file.seek(0)  # read again from the start: the imported lines rebuild the reader's tree
-        batch, usage = ImportBatch(dialect, session_id), _UsageBatch(session_id)
+        batch, usage = ImportBatch(backend, session_id), _UsageBatch(session_id)
         for line, raw, entry in _Lines(path, reader, report).entries(file):
             if line.number <= imported:
                 continue
@@ -118,7 +118,7 @@ def import_foreign_file(
     report.unchanged = report.records == 0
     if not report.unchanged:
         report.leaf = reader.facts.head
-        yield from _describe_session(dialect, target, reader, batch.session_times())
+        yield from _describe_session(backend, target, reader, batch.session_times())
     return report
 
 
@@ -141,7 +141,7 @@ def _add(
 
 
 def _describe_session(
-    dialect: str, target: ForeignTarget, reader: ForeignReader, times: dict[str, Any]
+    backend: Backend, target: ForeignTarget, reader: ForeignReader, times: dict[str, Any]
 ) -> Plan[None]:
     """The session's head, title, metadata and tags, from what its file said (added to what
     the session held; the file's say wins), and its times from its nodes'."""
@@ -152,15 +152,20 @@ def _describe_session(
         metadata["parentSession"] = target.parent_session
     title = facts.title if facts.title is not None else info.title
     tags = sorted(set(info.tags) | facts.tags)
-    yield from update_session(dialect, target.session_id, title=title, tags=tags, metadata=metadata)
+    try:
+        yield from update_session(
+            backend, target.session_id, title=title, tags=tags, metadata=metadata
+        )
+    except InvalidArgumentError as exc:  # the file's header holds what the database cannot
+        raise JsonlError(target.path, None, f"the session's {exc}") from exc
     yield (
         update(sessions).where(sessions.c.id == target.session_id).values(head=facts.head, **times)
     )
 
 
 def foreign_import_plans(
-    dialect: str, path: Path, agent: str, *, progress: Progress | None = None
+    backend: Backend, path: Path, agent: str, *, progress: Progress | None = None
 ) -> Iterator[tuple[Path, Plan[FileImport]]]:
     """One import plan per file an import of `path` covers (each its own transaction)."""
     for target in foreign_targets(path, agent):
-        yield target.path, import_foreign_file(dialect, target, progress=progress)
+        yield target.path, import_foreign_file(backend, target, progress=progress)

@@ -14,15 +14,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import case, literal
+from sqlalchemy import case, literal, text
 
 from memstore.errors import MemstoreError
 from memstore.jsonl import Record
 from memstore.store.plans import INSERT_RECORDS, Plan, insert_rows
+from memstore.store.policy import Backend
 from memstore.store.rows import stored_rows
 from memstore.store.tables import sessions
 
-__all__ = ["BATCH_ROWS", "FileImport", "FileProgress", "ImportBatch", "ImportReport", "Progress"]
+__all__ = [
+    "BATCH_ROWS",
+    "FileImport",
+    "FileProgress",
+    "ImportBatch",
+    "ImportReport",
+    "Progress",
+    "start_import",
+]
 
 BATCH_ROWS = 1000
 """Records inserted (and read back, on export) a batch at a time. Read as
@@ -32,6 +41,12 @@ Progress = Callable[[int, int], None]
 FileProgress = Callable[[Path], AbstractContextManager[Progress | None]]
 """Given each file as its import starts: a context around that file's import, giving its
 progress callback (bytes read, records) or None."""
+
+
+def start_import(backend: Backend) -> Plan[None]:
+    """Run the statements an import's transaction starts with on `backend`."""
+    for statement in backend.import_setup:
+        yield text(statement)
 
 
 @dataclass
@@ -74,8 +89,8 @@ class ImportReport:
 class ImportBatch:
     """Rows waiting to be inserted: nodes first (blocks and records refer to them)."""
 
-    def __init__(self, dialect: str, session_id: str) -> None:
-        self.dialect = dialect
+    def __init__(self, backend: Backend, session_id: str) -> None:
+        self.backend = backend
         self.session_id = session_id
         self.nodes: list[dict[str, Any]] = []
         self.blocks: list[Iterable[dict[str, Any]]] = []  # each node's rows, built as inserted
@@ -139,7 +154,7 @@ class ImportBatch:
         """Insert what is queued: nodes, their blocks and search text, then the records."""
         if self.nodes:
             blocks = itertools.chain.from_iterable(self.blocks)
-            yield from insert_rows(self.dialect, self.session_id, self.nodes, blocks)
+            yield from insert_rows(self.backend, self.session_id, self.nodes, blocks)
             self.nodes, self.blocks = [], []
         if self.records:
             yield INSERT_RECORDS, self.records

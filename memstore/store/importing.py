@@ -35,6 +35,7 @@ from memstore.store.engine import LOCK_GAP_SECONDS
 from memstore.store.import_locks import hold, running
 from memstore.store.owners import ImportOwner, refusal, release, token_of
 from memstore.store.plans import COMMIT, ROLLBACK, Plan, now_ms
+from memstore.store.policy import Backend
 from memstore.store.tables import IN_STORED_ORDER, nodes, records, sessions
 
 __all__ = [
@@ -59,9 +60,9 @@ DELETE_ROWS = 5000
 """Rows deleted per transaction when an import is undone."""
 
 
-def database_file(dialect: str) -> Plan[str]:
-    """The SQLite file the connection writes ("" for an in-memory database, or PostgreSQL)."""
-    if dialect != "sqlite":
+def database_file(backend: Backend) -> Plan[str]:
+    """The database file the connection writes ("" for an in-memory database, or a server)."""
+    if not backend.one_file:
         return ""
     for row in (yield text("PRAGMA database_list")):
         if row[1] == "main":
@@ -69,7 +70,7 @@ def database_file(dialect: str) -> Plan[str]:
     return ""
 
 
-def claim_new_session(session_id: str, owner: ImportOwner) -> Plan[bool]:
+def claim_new_session(backend: Backend, session_id: str, owner: ImportOwner) -> Plan[bool]:
     """Mark the session as being imported by `owner`, if it does not exist (True); False when
     it holds rows already (the import is incremental: one transaction), or when `owner` cannot
     hold its lock (see `import_locks`). A partial import whose owner is gone is deleted first.
@@ -77,14 +78,16 @@ def claim_new_session(session_id: str, owner: ImportOwner) -> Plan[bool]:
     Raises:
         SessionImportingError: a live import of the session runs.
     """
-    database = yield from database_file("sqlite")
+    database = yield from database_file(backend)
     row = (yield select(sessions.c.importing).where(sessions.c.id == session_id)).first()
     if row is not None and row.importing is not None:
         if running(token_of(row.importing), database) or not (
             yield from _take_over(session_id, row.importing, database)
         ):
             raise refusal(session_id, row.importing)
-        return (yield from claim_new_session(session_id, owner))  # unless another claimed it
+        return (
+            yield from claim_new_session(backend, session_id, owner)
+        )  # unless another claimed it
     if row is not None or not hold(owner.token, database):
         return False
     now = now_ms()
@@ -176,7 +179,7 @@ def _take_over(session_id: str, marker: str, database: str) -> Plan[bool]:
         release(cleaner)
 
 
-def abandoned_imports(dialect: str, force: Collection[str] = ()) -> Plan[list[tuple[str, str]]]:
+def abandoned_imports(backend: Backend, force: Collection[str] = ()) -> Plan[list[tuple[str, str]]]:
     """The (session id, mark) of every partial import whose owner no longer runs, and of the
     sessions `force` names whatever their owner.
 
@@ -185,7 +188,7 @@ def abandoned_imports(dialect: str, force: Collection[str] = ()) -> Plan[list[tu
     """
     if isinstance(force, str):
         raise InvalidArgumentError(f"force takes a list of session ids, not the string {force!r}")
-    database = yield from database_file(dialect)
+    database = yield from database_file(backend)
     rows = yield select(sessions.c.id, sessions.c.importing).where(
         sessions.c.importing.is_not(None)
     )
@@ -202,10 +205,10 @@ def abandoned_imports(dialect: str, force: Collection[str] = ()) -> Plan[list[tu
     ]
 
 
-def clean_abandoned(dialect: str, abandoned: list[tuple[str, str]]) -> Plan[list[str]]:
+def clean_abandoned(backend: Backend, abandoned: list[tuple[str, str]]) -> Plan[list[str]]:
     """Delete the partial imports `abandoned` lists (see `abandoned_imports`); returns the ids
     of the sessions deleted."""
-    database = yield from database_file(dialect)
+    database = yield from database_file(backend)
     cleaned: list[str] = []
     for session_id, marker in abandoned:
         if (yield from _take_over(session_id, marker, database)):

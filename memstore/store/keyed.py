@@ -47,5 +47,5 @@ class KeyedAppends(StoreCore):
             InvalidArgumentError: `keys` is not one per turn, or a key is no such string.
             InvalidTurnError: a turn breaks the contract; nothing was written.
         """
-        plan = append_keyed(self.dialect, session_id, turns, keys, revise)
+        plan = append_keyed(self.backend, session_id, turns, keys, revise)
         return (yield from self._write(plan, f"appending to session {session_id!r}"))

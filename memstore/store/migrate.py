@@ -42,6 +42,7 @@ from memstore._package import DISTRIBUTION
 from memstore.errors import DatabaseTooNewError, MigrationError, StoreNotReadyError
 from memstore.store.engine import SCHEMA, WRITE, shown_url, upgrade_command
 from memstore.store.names import LEGACY_VERSION_TABLE, TABLES, VERSION_TABLE, is_memstore_name
+from memstore.store.policy import backend_of
 from memstore.store.tables import stored_on
 
 if TYPE_CHECKING:
@@ -301,7 +302,7 @@ def _refuse_foreign_objects(connection: Connection) -> None:
         return
     advice = (
         "give memstore a schema of its own (--schema, MEMSTORE_SCHEMA, schema=...)"
-        if connection.dialect.name == "postgresql"
+        if backend_of(connection.dialect.name).schemas
         else "use another database file for memstore"
     )
     raise MigrationError(
@@ -348,7 +349,7 @@ def drop_empty_version_table(connection: Connection) -> None:
 def _create_schema(connection: Connection) -> None:
     """Create memstore's PostgreSQL schema, if it has one, before the first revision."""
     schema = schema_of(connection)
-    if connection.dialect.name == "postgresql" and schema is not None:
+    if backend_of(connection.dialect.name).schemas and schema is not None:
         quoted = connection.dialect.identifier_preparer.quote_identifier(schema)
         connection.execute(text(f"CREATE SCHEMA IF NOT EXISTS {quoted}"))
 
@@ -361,7 +362,7 @@ def migrate_in(connection: Connection, revision: str = "head", *, upgrading: boo
         DatabaseTooNewError: a newer memstore migrated the database; nothing changed.
         MigrationError: memstore's tables would land beside another's of the same names.
     """
-    if connection.dialect.name == "postgresql":
+    if backend_of(connection.dialect.name).advisory_locks:
         connection.execute(text("SET LOCAL lock_timeout = 0"))  # a migration waits its turn
         connection.execute(select(func.pg_advisory_xact_lock(_ADVISORY_LOCK_KEY)))
     state = schema_state(connection)
@@ -409,12 +410,11 @@ def _revision_list() -> str:
 def sqlite_foreign_keys_off(connection: Connection) -> Iterator[None]:
     """SQLite: migrate with foreign keys off (set outside the transaction), as Alembic advises.
 
-    A batch migration rebuilds a table by copying it and dropping the old one, and that DROP
-    deletes every row first: with foreign keys on, ON DELETE CASCADE would walk each parent
-    chain (a 3,000-turn session exceeds SQLite's trigger depth) and empty the child tables.
-    `check_foreign_keys` checks the result before the transaction commits.
+    A batch migration's DROP deletes every row first: with foreign keys on, ON DELETE CASCADE
+    would walk each parent chain (a 3,000-turn session exceeds SQLite's trigger depth) and empty
+    the child tables. `check_foreign_keys` checks the result before the transaction commits.
     """
-    if connection.dialect.name != "sqlite":
+    if not backend_of(connection.dialect.name).migrates_with_foreign_keys_off:
         yield
         return
     driver = connection.connection.driver_connection
@@ -428,7 +428,7 @@ def sqlite_foreign_keys_off(connection: Connection) -> Iterator[None]:
 
 def check_foreign_keys(connection: Connection) -> None:
     """SQLite: refuse (roll back) a migration that left a row pointing at nothing."""
-    if connection.dialect.name != "sqlite":
+    if not backend_of(connection.dialect.name).migrates_with_foreign_keys_off:
         return
     broken = connection.exec_driver_sql("PRAGMA foreign_key_check").first()
     if broken is not None:

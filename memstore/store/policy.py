@@ -1,30 +1,74 @@
-"""What differs between the backends, for the stores: one object per backend.
+"""What differs between the backends: one `Backend` object per database, and nothing else.
 
-The stores (and the plans they run) ask a `Backend` what to do rather than comparing dialect
-names: adding a backend means adding one here and teaching the plans its SQL.
+The stores, the plans, the engines, migrations and the `sql` reader ask a `Backend` what to do
+rather than comparing dialect names, so this module is the one home of what SQLite and
+PostgreSQL do differently; adding a third backend means describing it here, as one more
+`Backend`. (Full-text search, `search.py` and `plans/search_index.py`, still picks its SQL by
+dialect name.)
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Table
+from sqlalchemy.dialects import postgresql, sqlite
 
 from memstore.errors import InvalidArgumentError
 
-__all__ = ["POSTGRESQL", "SQLITE", "Backend", "backend_of"]
+__all__ = ["BACKENDS", "POSTGRESQL", "SQLITE", "Backend", "backend_of"]
 
 
 @dataclass(frozen=True)
 class Backend:
-    """A database's policies, as the stores see them."""
+    """A database's policies and traits, as memstore sees them."""
 
     name: str
-    """SQLAlchemy's dialect name; the plans still take it to pick their SQL."""
+    """SQLAlchemy's dialect name (what a URL's scheme names)."""
+    label: str
+    """The database's name, as messages spell it."""
+    driver_extra: str
+    """The package extra that installs the drivers memstore needs beyond the standard library."""
+    insert: Callable[[Table], Any]
+    """The dialect's INSERT, which can be an upsert (`on_conflict_do_update`/`_nothing`)."""
+    one_file: bool
+    """The database is a file memstore opens itself (SQLite): never in memory, a busy timeout,
+    a read-only opener, the `sql` reader's own connection, files an import may leave."""
+    text_holds_nul: bool
+    """Text and JSON values may hold NUL characters (SQLite); PostgreSQL's text and jsonb
+    cannot (a turn's JSON text escapes them, so only session fields are concerned)."""
+    schemas: bool
+    """The database has schemas: memstore may get one of its own (PostgreSQL). Without them
+    (SQLite), memstore's tables share the file with any other."""
     search_backlog: bool
     """Writes of a few nodes leave their full-text indexing to a backlog, which a store that can
     write indexes before it searches (SQLite; PostgreSQL indexes each write)."""
+    writes_text_index: bool
+    """Appends write the full-text index's rows themselves (SQLite's FTS5 table); PostgreSQL's
+    index is an expression index over the nodes."""
     imports_commit_as_they_go: bool
     """A new session's import commits in chunks, hidden until complete, so an import that died
     leaves rows that opening a store for writing cleans (SQLite)."""
+    cost_based_planner: bool
+    """The planner picks plans from statistics, which may be stale (PostgreSQL): reads that must
+    use an index are written so it has no choice (a LATERAL lookup with LIMIT 1 per key, no
+    ORDER BY: the rows are sorted in Python)."""
+    import_setup: tuple[str, ...]
+    """Statements an import's transaction starts with. PostgreSQL: custom plans, since plans
+    cached while the tables were small (say, empty and never analyzed) would keep checking
+    foreign keys by sequential scan as the import grows them."""
+    statement_timeout: bool
+    """A time limit is the server's `statement_timeout`; else a progress handler (SQLite)."""
+    server_side_cursors: bool
+    """A streamed read fetches through a named server-side cursor (PostgreSQL)."""
+    advisory_locks: bool
+    """Migrations take turns on an advisory lock; else on the write lock (SQLite's BEGIN
+    IMMEDIATE) that every migration holds."""
+    migrates_with_foreign_keys_off: bool
+    """A migration runs with foreign keys off and checks them before it commits (SQLite: its
+    batch migrations rebuild tables, and the cascade of the DROP would empty the children)."""
     async_in_thread: bool
     """The async store runs a whole transaction on the sync driver in a worker thread: through
     aiosqlite every statement was a round trip to its thread (SQLite)."""
@@ -32,28 +76,59 @@ class Backend:
     """The async store hands prepared statements to the driver's own asyncio connection
     (psycopg on PostgreSQL)."""
 
+    def __repr__(self) -> str:
+        return f"Backend({self.name!r})"
+
 
 SQLITE = Backend(
     name="sqlite",
+    label="SQLite",
+    text_holds_nul=True,
+    driver_extra="async",
+    insert=sqlite.insert,
+    one_file=True,
+    schemas=False,
     search_backlog=True,
+    writes_text_index=True,
     imports_commit_as_they_go=True,
+    cost_based_planner=False,
+    import_setup=(),
+    statement_timeout=False,
+    server_side_cursors=False,
+    advisory_locks=False,
+    migrates_with_foreign_keys_off=True,
     async_in_thread=True,
     async_prepared_on_driver=False,
 )
 POSTGRESQL = Backend(
     name="postgresql",
+    label="PostgreSQL",
+    text_holds_nul=False,
+    driver_extra="postgres",
+    insert=postgresql.insert,
+    one_file=False,
+    schemas=True,
     search_backlog=False,
+    writes_text_index=False,
     imports_commit_as_they_go=False,
+    cost_based_planner=True,
+    import_setup=("SET LOCAL plan_cache_mode = force_custom_plan",),
+    statement_timeout=True,
+    server_side_cursors=True,
+    advisory_locks=True,
+    migrates_with_foreign_keys_off=False,
     async_in_thread=False,
     async_prepared_on_driver=True,
 )
-_BACKENDS = {backend.name: backend for backend in (SQLITE, POSTGRESQL)}
+BACKENDS = (SQLITE, POSTGRESQL)
+"""Every backend memstore runs on."""
+_BY_NAME = {backend.name: backend for backend in BACKENDS}
 
 
 def backend_of(dialect: str) -> Backend:
     """The backend of a SQLAlchemy dialect name; any other is an InvalidArgumentError."""
     try:
-        return _BACKENDS[dialect]
+        return _BY_NAME[dialect]
     except KeyError:
         raise InvalidArgumentError(
             f"memstore runs on SQLite or PostgreSQL, not {dialect!r}: give a sqlite:// or "

@@ -23,6 +23,7 @@ from sqlalchemy import Dialect, Executable, Table
 from sqlalchemy import insert as sa_insert
 from sqlalchemy.exc import MultipleResultsFound, NoResultFound
 
+from memstore.store.policy import backend_of
 from memstore.store.tables import stored_on
 
 __all__ = ["Compiled", "Params", "Prepared", "PreparedRows", "is_driver_error", "stream_rows"]
@@ -188,7 +189,7 @@ def stream_rows(
     if not isinstance(params, Mapping):
         raise TypeError("a streamed query takes one set of parameters")
     compiled = prepared.compiled(dialect)
-    if dialect.name == "postgresql":
+    if backend_of(dialect.name).server_side_cursors:
         cursor = connection.cursor(f"memstore_stream_{next(_cursor_names)}")  # server-side
     else:
         cursor = connection.cursor()

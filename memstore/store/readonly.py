@@ -52,6 +52,7 @@ from sqlalchemy import URL, Engine
 
 from memstore.errors import InvalidArgumentError, QueryError, TimeLimitError
 from memstore.store.engine import sqlite_read_uri
+from memstore.store.policy import backend_of
 from memstore.store.rows import derived_text
 
 __all__ = [
@@ -224,12 +225,12 @@ class _Deadline:
         if self.over_temp:
             return QueryError(
                 f"the query needed more than {self.max_temp_mb:g} MB of temporary space and was "
-                "stopped (memstore sql --max-temp-mb MB allows more)"
+                f"stopped ({_allows_more('--max-temp-mb MB', 'max_temp_mb=MB')})"
             )
         if self.over_memory or str(exc) == _TOO_BIG:
             return QueryError(
                 f"the query needed more than {self.max_memory_mb:g} MB of memory and was "
-                "stopped (memstore sql --max-memory-mb MB allows more)"
+                f"stopped ({_allows_more('--max-memory-mb MB', 'max_memory_mb=MB')})"
             )
         if self.expired:
             return TimeLimitError(_too_long(self.seconds))
@@ -247,9 +248,15 @@ def _grown_past(before: int | None, now: int | None, megabytes: float) -> bool:
 
 def _too_long(seconds: float) -> str:
     return (
-        f"the query ran longer than {seconds:g} s and was stopped (memstore sql --timeout "
-        "SECONDS allows more)"
+        f"the query ran longer than {seconds:g} s and was stopped "
+        f"({_allows_more('--timeout SECONDS', 'timeout=SECONDS')})"
     )
+
+
+def _allows_more(option: str, keyword: str) -> str:
+    """How to raise a limit, for either caller: the command line's option, the library's
+    keyword (the message reaches both)."""
+    return f"a larger limit allows more: memstore sql {option}, or read_only_query(..., {keyword})"
 
 
 def _sqlite(
@@ -392,7 +399,7 @@ def run_read_only(
     _require_positive(max_memory_mb, "a memory limit is MB > 0")
     if not sql.isascii() and _LONE_SURROGATE.search(sql):
         raise QueryError("the statement holds a lone surrogate, which no database can take")
-    if engine.dialect.name == "postgresql":
+    if not backend_of(engine.dialect.name).one_file:
         read_url = read_url or os.environ.get(READ_URL_VARIABLE) or None
         if read_url is None:
             return _postgres(engine, sql, limit, timeout)

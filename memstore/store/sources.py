@@ -19,6 +19,7 @@ from memstore.foreign import FORMAT_NAMES, check_format, foreign_target
 from memstore.jsonl import session_files
 from memstore.store.foreign import import_foreign_file
 from memstore.store.plans import Plan
+from memstore.store.policy import Backend
 from memstore.store.transfer import FileImport, FileProgress, Progress, import_file
 from memstore.types import Migrator
 
@@ -74,7 +75,7 @@ def import_targets(
 
 
 def import_plans(
-    dialect: str,
+    backend: Backend,
     paths: Iterable[str | os.PathLike[str]],
     *,
     source: str,
@@ -94,12 +95,12 @@ def import_plans(
         with file_progress(target.path) if file_progress is not None else nullcontext() as progress:
             yield (
                 target.path,
-                _import_target(dialect, target, migrators, verify, keep_mismatched, progress),
+                _import_target(backend, target, migrators, verify, keep_mismatched, progress),
             )
 
 
 def _import_target(
-    dialect: str,
+    backend: Backend,
     target: ImportTarget,
     migrators: Sequence[Migrator],
     verify: bool,
@@ -116,12 +117,12 @@ def _import_target(
             raise JsonlError(
                 path, None, f"looks like {FORMAT_NAMES[found]}: a session id names a legacy file's"
             )
-        plan = import_foreign_file(dialect, foreign_target(path, found), progress=progress)
+        plan = import_foreign_file(backend, foreign_target(path, found), progress=progress)
         return (yield from plan)
     session_id = target.session_id if target.session_id is not None else path.stem
     return (
         yield from import_file(
-            dialect,
+            backend,
             path,
             session_id,
             migrators=migrators,

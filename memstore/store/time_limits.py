@@ -20,6 +20,7 @@ from sqlalchemy.exc import DBAPIError
 
 from memstore.errors import InvalidArgumentError, TimeLimitError
 from memstore.store.plans.contract import ConnectionStep, Plan
+from memstore.store.policy import backend_of
 
 __all__ = [
     "DEFAULT_SEARCH_SECONDS",
@@ -85,7 +86,7 @@ def time_limited(plan: Plan[T], dialect: str, seconds: float | None, stopped: st
     """
     if seconds is None:
         return (yield from plan)
-    if dialect == "postgresql":
+    if backend_of(dialect).statement_timeout:
         milliseconds = min(_MAX_MILLISECONDS, max(1, math.ceil(seconds * 1000)))
         yield text(f"SET LOCAL statement_timeout = {milliseconds}")
         try:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from sqlalchemy import text, update
+from sqlalchemy import update
 
 from memstore.errors import InvalidArgumentError, JsonlError
 from memstore.jsonl import ReadOutcome, Record, read_records, session_files, verify_node_id
@@ -28,6 +28,7 @@ from memstore.store.import_batch import (
     ImportBatch,
     ImportReport,
     Progress,
+    start_import,
 )
 from memstore.store.owners import ImportOwner, release
 from memstore.store.plans import (
@@ -38,6 +39,7 @@ from memstore.store.plans import (
     now_ms,
     stored_ids,
 )
+from memstore.store.policy import Backend
 from memstore.store.stored_lines import export_session, match_prefix
 from memstore.store.tables import sessions
 from memstore.types import Migrator, is_storable_text, validate_session_id
@@ -139,7 +141,7 @@ def _in_chunks(
 
 
 def _known_ids(
-    dialect: str, session_id: str, chunk: list[Record], batch: ImportBatch
+    backend: Backend, session_id: str, chunk: list[Record], batch: ImportBatch
 ) -> Plan[set[str]]:
     """The ids that `chunk` names (nodes, parents, heads) which the session holds already,
     stored or waiting in `batch`. Memory stays bounded by the chunk, not the session."""
@@ -149,12 +151,12 @@ def _known_ids(
         for node_id in named
         if node_id is not None and node_id not in batch.node_ids and is_storable_text(node_id)
     ]
-    stored = stored_ids(dialect, session_id, wanted)
+    stored = stored_ids(backend, session_id, wanted)
     return set((yield stored).scalars()) | batch.node_ids if wanted else set(batch.node_ids)
 
 
 def import_file(
-    dialect: str,
+    backend: Backend,
     path: Path,
     session_id: str,
     *,
@@ -171,20 +173,19 @@ def import_file(
     options = _ImportOptions(migrators, verify, keep_mismatched, progress)
     report = FileImport(path, session_id)
     with path.open("rb") as file:
-        if dialect == "postgresql":
-            # Plans cached while the tables were small (say, empty and never analyzed) would
-            # keep checking foreign keys by sequential scan as the import grows them.
-            yield text("SET LOCAL plan_cache_mode = force_custom_plan")
+        yield from start_import(backend)
         owner = ImportOwner.mine()
         try:
-            if dialect == "sqlite" and (yield from importing.claim_new_session(session_id, owner)):
-                yield from _import_new(dialect, report, file, options, owner)
+            if backend.imports_commit_as_they_go and (
+                yield from importing.claim_new_session(backend, session_id, owner)
+            ):
+                yield from _import_new(backend, report, file, options, owner)
                 return report
         finally:
             release(owner)
-        report.leaf = yield from ensure_session(dialect, session_id, now_ms())
+        report.leaf = yield from ensure_session(backend, session_id, now_ms())
         offset, lines = yield from match_prefix(path, session_id, file)
-        batch = yield from _import_records(dialect, report, file, options, offset, lines)
+        batch = yield from _import_records(backend, report, file, options, offset, lines)
     report.unchanged = report.records == 0
     if not report.unchanged:
         yield (
@@ -196,7 +197,7 @@ def import_file(
 
 
 def _import_new(
-    dialect: str,
+    backend: Backend,
     report: FileImport,
     file: BinaryIO,
     options: _ImportOptions,
@@ -206,7 +207,7 @@ def _import_new(
     `importing`); a refused or failed import deletes what it committed."""
     chunks = importing.Chunks()
     try:
-        batch = yield from _import_records(dialect, report, file, options, 0, 0, chunks)
+        batch = yield from _import_records(backend, report, file, options, 0, 0, chunks)
         values = {"head": report.leaf, **batch.session_times()}
         yield from importing.complete(report.session_id, owner, values)
     except GeneratorExit:
@@ -223,7 +224,7 @@ def _import_new(
 
 
 def _import_records(
-    dialect: str,
+    backend: Backend,
     report: FileImport,
     file: BinaryIO,
     options: _ImportOptions,
@@ -235,13 +236,13 @@ def _import_records(
     report's counts and leaf. With `chunks`, commit when they say (see `importing`)."""
     path, session_id, progress = report.path, report.session_id, options.progress
     outcome = ReadOutcome([])
-    batch = ImportBatch(dialect, session_id)
+    batch = ImportBatch(backend, session_id)
     records = read_records(
         path, file, options.migrators, offset=offset, number=lines + 1, outcome=outcome
     )
     for chunk in _in_chunks(records, chunks.reading_ahead if chunks is not None else None):
         # The ids these lines name that the session holds already.
-        known = yield from _known_ids(dialect, session_id, chunk, batch)
+        known = yield from _known_ids(backend, session_id, chunk, batch)
         for record in chunk:
             if record.kind == "node":
                 yield from _import_node(report, record, known, batch, options)
@@ -280,7 +281,7 @@ def import_targets(path: Path, session_id: str | None = None) -> list[tuple[Path
 
 
 def import_plans(
-    dialect: str,
+    backend: Backend,
     path: Path,
     session_id: str | None,
     *,
@@ -295,7 +296,7 @@ def import_plans(
         yield (
             file,
             import_file(
-                dialect,
+                backend,
                 file,
                 target,
                 migrators=migrators,

@@ -31,6 +31,7 @@ from memstore.store.plans.nodes import (
 from memstore.store.plans.paths import load_path_nodes
 from memstore.store.plans.search_index import index_new_nodes
 from memstore.store.plans.sessions import ensure_session, refuse_taken_id
+from memstore.store.policy import Backend
 from memstore.store.prepared import Prepared
 from memstore.store.rows import stored_rows
 from memstore.store.tables import node_blocks, nodes, records, sessions
@@ -81,7 +82,7 @@ def append_records(session_id: str, chain: Sequence[SessionNode]) -> Step:
 
 
 def append_node(
-    dialect: str,
+    backend: Backend,
     session_id: str,
     node: SessionNode,
     expected_head: str | Unset | None = UNSET,
@@ -90,10 +91,10 @@ def append_node(
     validate_session_id(session_id)
     refuse_bad_node_ids(session_id, node.id, node.parent)
     now = now_ms()
-    head = yield from ensure_session(dialect, session_id, now)
+    head = yield from ensure_session(backend, session_id, now)
     if not isinstance(expected_head, Unset) and head != expected_head:
         raise HeadMovedError(session_id, expected_head, head)
-    yield from store_chain(dialect, session_id, (node,), now)
+    yield from store_chain(backend, session_id, (node,), now)
 
 
 def chain_nodes(parent: str | None, turns: Sequence[Turn], created_at: int) -> list[SessionNode]:
@@ -107,7 +108,7 @@ def chain_nodes(parent: str | None, turns: Sequence[Turn], created_at: int) -> l
 
 
 def append_turns(
-    dialect: str,
+    backend: Backend,
     session_id: str,
     turns: Iterable[TurnLike],
     expected_head: str | Unset | None = UNSET,
@@ -130,11 +131,11 @@ def append_turns(
     if created_at is not None and type(created_at) is not int:
         raise InvalidArgumentError(f"created_at is epoch milliseconds (an int), not {created_at!r}")
     refuse_bad_node_ids(session_id, expected_head, parent)
-    return _append_turns(dialect, session_id, parsed, expected_head, created_at, parent)
+    return _append_turns(backend, session_id, parsed, expected_head, created_at, parent)
 
 
 def _append_turns(
-    dialect: str,
+    backend: Backend,
     session_id: str,
     turns: Sequence[Turn],
     expected_head: str | Unset | None,
@@ -144,22 +145,22 @@ def _append_turns(
     if not turns:
         return []
     now = now_ms()
-    head = yield from ensure_session(dialect, session_id, now)
+    head = yield from ensure_session(backend, session_id, now)
     stamp = now if created_at is None else created_at
     if not isinstance(expected_head, Unset) and head != expected_head:
         base = expected_head if isinstance(parent, Unset) else parent
         landed = chain_nodes(base, turns, stamp)
-        if created_at is not None and (yield from _holds_chain(dialect, session_id, landed)):
+        if created_at is not None and (yield from _holds_chain(backend, session_id, landed)):
             return landed
         raise HeadMovedError(session_id, expected_head, head)
     chain = chain_nodes(head if isinstance(parent, Unset) else parent, turns, stamp)
-    yield from store_chain(dialect, session_id, chain, now)
+    yield from store_chain(backend, session_id, chain, now)
     return chain
 
 
-def _holds_chain(dialect: str, session_id: str, chain: Sequence[SessionNode]) -> Plan[bool]:
+def _holds_chain(backend: Backend, session_id: str, chain: Sequence[SessionNode]) -> Plan[bool]:
     """Whether the session holds every node of `chain` already (the batch landed before)."""
-    found = yield from stored_node_rows(dialect, session_id, [node.id for node in chain])
+    found = yield from stored_node_rows(backend, session_id, [node.id for node in chain])
     for node in chain:
         if node.id not in found:
             return False
@@ -168,12 +169,12 @@ def _holds_chain(dialect: str, session_id: str, chain: Sequence[SessionNode]) ->
 
 
 def store_chain(
-    dialect: str, session_id: str, chain: Sequence[SessionNode], now: int
+    backend: Backend, session_id: str, chain: Sequence[SessionNode], now: int
 ) -> Plan[None]:
     """Insert the chain's new nodes, log one append per node and move the head to the last."""
     parent = chain[0].parent
     wanted = [node.id for node in chain] + ([parent] if parent is not None else [])
-    found = yield from stored_node_rows(dialect, session_id, wanted)
+    found = yield from stored_node_rows(backend, session_id, wanted)
     if parent is not None and parent not in found:
         raise UnknownNodeError(session_id, parent)
     new: list[SessionNode] = []
@@ -183,12 +184,12 @@ def store_chain(
         else:
             new.append(node)
     if new:
-        yield from insert_nodes(dialect, session_id, new)
+        yield from insert_nodes(backend, session_id, new)
     yield append_records(session_id, chain)
     yield _MOVE_HEAD, {"session_id": session_id, "new_head": chain[-1].id, "now": now}
 
 
-def insert_nodes(dialect: str, session_id: str, new_nodes: Sequence[SessionNode]) -> Plan[None]:
+def insert_nodes(backend: Backend, session_id: str, new_nodes: Sequence[SessionNode]) -> Plan[None]:
     """Insert nodes (parents first) with their blocks."""
     node_rows: list[dict[str, Any]] = []
     blocks: list[Iterable[dict[str, Any]]] = []
@@ -203,11 +204,11 @@ def insert_nodes(dialect: str, session_id: str, new_nodes: Sequence[SessionNode]
         row, rows = stored_rows(session_id, node.id, node.parent, node.created_at, turn, text)
         node_rows.append(row)
         blocks.append(rows)
-    yield from insert_rows(dialect, session_id, node_rows, itertools.chain.from_iterable(blocks))
+    yield from insert_rows(backend, session_id, node_rows, itertools.chain.from_iterable(blocks))
 
 
 def insert_rows(
-    dialect: str,
+    backend: Backend,
     session_id: str,
     node_rows: Sequence[Mapping[str, Any]],
     blocks: Iterable[Mapping[str, Any]],
@@ -220,11 +221,13 @@ def insert_rows(
     rows = iter(blocks)
     while batch := list(itertools.islice(rows, BLOCK_ROWS)):
         yield INSERT_BLOCKS, batch
-    if dialect == "sqlite" and node_rows:  # PostgreSQL's index is an expression index
+    if backend.writes_text_index and node_rows:
         yield from index_new_nodes(session_id, node_rows)
 
 
-def fork_session(dialect: str, source_id: str, leaf: str | None, new_id: str) -> Plan[str | None]:
+def fork_session(
+    backend: Backend, source_id: str, leaf: str | None, new_id: str
+) -> Plan[str | None]:
     """Copy the path to `leaf` (default: the head) of one session into a new session.
 
     The new session's records are those the original writer would have written for appending
@@ -234,11 +237,11 @@ def fork_session(dialect: str, source_id: str, leaf: str | None, new_id: str) ->
     if (yield session_row(source_id)).first() is None:
         raise UnknownSessionError(f"no session {source_id!r}")
     yield from refuse_taken_id(new_id)
-    path = yield from load_path_nodes(dialect, source_id, leaf)
+    path = yield from load_path_nodes(backend, source_id, leaf)
     now = now_ms()
     new_head = path[-1].id if path else None
     yield insert(sessions).values(id=new_id, head=new_head, created_at=now, updated_at=now)
     if path:
-        yield from insert_nodes(dialect, new_id, path)
+        yield from insert_nodes(backend, new_id, path)
         yield append_records(new_id, path)
     return new_head

@@ -15,6 +15,7 @@ from memstore.errors import InvalidArgumentError
 from memstore.store.plans.appends import chain_nodes, store_chain
 from memstore.store.plans.contract import Plan, now_ms
 from memstore.store.plans.sessions import ensure_session, update_session
+from memstore.store.policy import Backend
 from memstore.store.prepared import Prepared
 from memstore.store.tables import node_keys, sessions
 from memstore.types import SessionNode, Turn, TurnLike, parse_turn, validate_session_id
@@ -40,7 +41,7 @@ _SET_METADATA = Prepared(
 
 
 def append_keyed(
-    dialect: str,
+    backend: Backend,
     session_id: str,
     turns: Sequence[TurnLike],
     keys: Sequence[str | None],
@@ -58,11 +59,11 @@ def append_keyed(
                 f"characters or None, not {str(key)[:60]!r}"
             )
     parsed = [parse_turn(turn) for turn in turns]
-    return _append_keyed(dialect, session_id, parsed, keys, revise)
+    return _append_keyed(backend, session_id, parsed, keys, revise)
 
 
 def _append_keyed(
-    dialect: str,
+    backend: Backend,
     session_id: str,
     turns: Sequence[Turn],
     keys: Sequence[str | None],
@@ -71,7 +72,7 @@ def _append_keyed(
     if not turns:
         return []
     now = now_ms()
-    head = yield from ensure_session(dialect, session_id, now)  # locks the session: writers queue
+    head = yield from ensure_session(backend, session_id, now)  # locks the session: writers queue
     seen: set[str] = set()
     for wanted in sorted({key for key in keys if key is not None}):  # by the primary key
         held = yield _HELD_KEY, {"session_id": session_id, "key": wanted}
@@ -86,7 +87,7 @@ def _append_keyed(
     if not new:
         return []
     chain = chain_nodes(head, [turn for turn, _ in new], now)
-    yield from store_chain(dialect, session_id, chain, now)
+    yield from store_chain(backend, session_id, chain, now)
     rows = [
         {"session_id": session_id, "key": key, "node_id": node.id}
         for node, (_, key) in zip(chain, new, strict=True)
@@ -95,12 +96,12 @@ def _append_keyed(
     if rows:
         yield _INSERT_KEYS, rows[0] if len(rows) == 1 else rows
     if revise is not None:
-        yield from _revised(dialect, session_id, chain, revise)
+        yield from _revised(backend, session_id, chain, revise)
     return chain
 
 
 def _revised(
-    dialect: str, session_id: str, chain: Sequence[SessionNode], revise: Revise
+    backend: Backend, session_id: str, chain: Sequence[SessionNode], revise: Revise
 ) -> Plan[None]:
     """Apply `revise` to the session (a change of metadata alone: one prepared update)."""
     meta = (yield _METADATA, {"session_id": session_id}).scalar_one_or_none()
@@ -112,4 +113,4 @@ def _revised(
     if set(change) == {"metadata"} and change["metadata"] is not None:
         yield _SET_METADATA, {"session_id": session_id, "meta": dict(change["metadata"])}
     else:
-        yield from update_session(dialect, session_id, **change)
+        yield from update_session(backend, session_id, **change)

@@ -12,6 +12,7 @@ from memstore.errors import HeadMovedError, InvalidArgumentError, UnknownSession
 from memstore.store.plans.appends import append_turns
 from memstore.store.plans.contract import UNSET, Plan, Unset, now_ms
 from memstore.store.plans.sessions import ensure_session, refuse_taken_id
+from memstore.store.policy import Backend
 from memstore.store.tables import sessions
 from memstore.types import SessionNode, TurnLike, validate_session_id
 
@@ -21,7 +22,7 @@ key (its items set, the others kept), any other value replaces the key's."""
 
 
 def append_merging_metadata(
-    dialect: str,
+    backend: Backend,
     session_id: str,
     turns: Sequence[TurnLike],
     merges: MetadataMerges,
@@ -45,11 +46,11 @@ def append_merging_metadata(
                 f"metadata merge for session {merged_id!r}: a mapping with string keys, "
                 f"not {merge!r}"
             )
-    return _append_merging(dialect, session_id, turns, merges, expected_head, exists)
+    return _append_merging(backend, session_id, turns, merges, expected_head, exists)
 
 
 def _append_merging(
-    dialect: str,
+    backend: Backend,
     session_id: str,
     turns: Sequence[TurnLike],
     merges: MetadataMerges,
@@ -64,7 +65,7 @@ def _append_merging(
             raise UnknownSessionError(f"no session {session_id!r}")
     now = now_ms()
     for merged_id in sorted({*merges, session_id}):
-        head = yield from ensure_session(dialect, merged_id, now)
+        head = yield from ensure_session(backend, merged_id, now)
         checked = merged_id == session_id and not isinstance(expected_head, Unset)
         if checked and head != expected_head:
             raise HeadMovedError(session_id, cast(str | None, expected_head), head)
@@ -80,4 +81,4 @@ def _append_merging(
         yield update(sessions).where(sessions.c.id == merged_id).values(meta=metadata)
     if not turns:
         return []
-    return (yield from append_turns(dialect, session_id, turns, expected_head))
+    return (yield from append_turns(backend, session_id, turns, expected_head))

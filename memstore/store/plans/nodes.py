@@ -22,6 +22,7 @@ from memstore.errors import (
 from memstore.graph import SessionGraph
 from memstore.store.bulk import paused_gc
 from memstore.store.plans.contract import Plan, Step
+from memstore.store.policy import Backend
 from memstore.store.prepared import Prepared
 from memstore.store.tables import (
     IN_STORED_ORDER,
@@ -152,20 +153,20 @@ def node_rows(session_id: str, node_ids: Iterable[str]) -> Step:
     return _NODES_BY_ID, {"session_id": session_id, "node_ids": list(node_ids)}
 
 
-def stored_ids(dialect: str, session_id: str, node_ids: Sequence[str]) -> Select[Any]:
+def stored_ids(backend: Backend, session_id: str, node_ids: Sequence[str]) -> Select[Any]:
     """The ids among `node_ids` that the session holds (see `lookup_by_ids`)."""
-    return lookup_by_ids(dialect, session_id, node_ids, (nodes.c.id,))
+    return lookup_by_ids(backend, session_id, node_ids, (nodes.c.id,))
 
 
 def lookup_by_ids(
-    dialect: str, session_id: str, node_ids: Sequence[str], columns: Sequence[Any]
+    backend: Backend, session_id: str, node_ids: Sequence[str], columns: Sequence[Any]
 ) -> Select[Any]:
     """`columns` of the session's nodes whose ids are among `node_ids`.
 
     On PostgreSQL each id is looked up by itself (a LATERAL subquery with LIMIT 1, per id): as
     `id IN (...)`, the planner may read the whole session instead, when it thinks it small.
     """
-    if dialect != "postgresql":
+    if not backend.cost_based_planner:
         return select(*columns).where(nodes.c.session_id == session_id, nodes.c.id.in_(node_ids))
     given = (
         func.unnest(literal(list(node_ids), postgresql.ARRAY(Id)))
@@ -182,7 +183,7 @@ def lookup_by_ids(
 
 
 def stored_node_rows(
-    dialect: str, session_id: str, node_ids: Sequence[str | None]
+    backend: Backend, session_id: str, node_ids: Sequence[str | None]
 ) -> Plan[dict[str, tuple[Any, ...]]]:
     """The session's nodes among `node_ids` (None: no node): id -> (parent_id, created_at,
     turn_json), the form `refuse_other_content` compares."""
@@ -202,7 +203,7 @@ def stored_node_rows(
     found: dict[str, tuple[Any, ...]] = {}
     for start in range(0, len(wanted_ids), _LOOKUP_CHUNK):
         chunk = wanted_ids[start : start + _LOOKUP_CHUNK]
-        for row in (yield lookup_by_ids(dialect, session_id, chunk, columns)):
+        for row in (yield lookup_by_ids(backend, session_id, chunk, columns)):
             found[row[0]] = tuple(row[1:])
     return found
 

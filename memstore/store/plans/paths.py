@@ -22,6 +22,7 @@ from memstore.store.plans.nodes import (
     nodes_from_rows,
     session_row,
 )
+from memstore.store.policy import BACKENDS, Backend
 from memstore.store.prepared import Prepared
 from memstore.store.tables import (
     IN_STORED_ORDER,
@@ -47,7 +48,7 @@ def _walk_start() -> Select[Any]:
     )
 
 
-def _walk_query(dialect: str) -> Select[Any]:
+def _walk_query(backend: Backend) -> Select[Any]:
     """Walk parent links from `:leaf` towards the root (at most `:limit` nodes), giving each
     node's row and depth (1: the leaf), in no particular order.
 
@@ -59,8 +60,8 @@ def _walk_query(dialect: str) -> Select[Any]:
     sorts by depth: a sort in the database would copy every turn once more (to disk, past
     `work_mem`), where the rows come out of the walk nearly in order already.
     """
-    if dialect != "postgresql":
-        return _sqlite_walk_query()
+    if not backend.cost_based_planner:
+        return _indexed_walk_query()
     session_id: Any = bindparam("session_id")
     path = _walk_start().cte("path", recursive=True)
     parent = (
@@ -77,11 +78,12 @@ def _walk_query(dialect: str) -> Select[Any]:
     return select(*row.c, path.c.depth).join_from(path, row, true())
 
 
-def _sqlite_walk_query() -> Select[Any]:
-    """SQLite's walk: the recursive part carries each node's key and parent only (SQLite's
-    planner always walks the unique index, one node at a time), and the turns are read once,
-    by key, root first. Carrying the turns through the walk copied each into the queue of the
-    recursion: it took twice as long as reading the whole session."""
+def _indexed_walk_query() -> Select[Any]:
+    """The walk where the planner has no statistics to misread (SQLite's, which always walks
+    the unique index, one node at a time): the recursive part carries each node's key and
+    parent only, and the turns are read once, by key, root first. Carrying the turns through
+    the walk copied each into the queue of the recursion: it took twice as long as reading the
+    whole session."""
     session_id: Any = bindparam("session_id")
     path = _walk_start().cte("path", recursive=True)
     parent = nodes.alias("parent")
@@ -97,13 +99,9 @@ def _sqlite_walk_query() -> Select[Any]:
     ).join_from(walked, nodes, nodes.c.pk == walked.c.pk)
 
 
-_PATHS = {dialect: Prepared(_walk_query(dialect)) for dialect in ("postgresql", "sqlite")}
+_PATHS = {backend: Prepared(_walk_query(backend)) for backend in BACKENDS}
 _NO_LIMIT = 2**31 - 1
 _DEPTH = 4  # the depth's column in a row of `_PATHS`
-
-
-def _starts_on_tool_result(turn: Turn) -> bool:
-    return any(block.kind == "tool_result" for block in turn.blocks)
 
 
 def _chain_check() -> Select[Any]:
@@ -138,12 +136,13 @@ def _chain_check() -> Select[Any]:
 _CHAIN_CHECK = Prepared(_chain_check())
 
 
-def _chain_rows(dialect: str, *, times: bool) -> Select[Any]:
+def _chain_rows(backend: Backend, *, times: bool) -> Select[Any]:
     """The nodes stored up to the leaf (`:leaf_key`): in a session that is one chain, where each
     node is stored after its parent, the path to the leaf (the reader checks that it is).
-    SQLite reads them in stored order from its index. On PostgreSQL they come with their keys,
-    and the reader sorts them, as it sorts a walk's rows: a sort in the database, which its
-    planner may prefer to the index, copies every turn once more (to disk, past `work_mem`).
+    SQLite reads them in stored order from its index. Where the planner is cost-based
+    (PostgreSQL) they come with their keys, and the reader sorts them, as it sorts a walk's rows:
+    a sort in the database, which that planner may prefer to the index, copies every turn once
+    more (to disk, past `work_mem`).
     Without `times`, no `created_at` (for turns without their nodes)."""
     columns = [nodes.c.id, nodes.c.parent_id, nodes.c.turn_json]
     query = select(*columns, *([nodes.c.created_at] if times else [])).where(
@@ -151,15 +150,17 @@ def _chain_rows(dialect: str, *, times: bool) -> Select[Any]:
         IN_STORED_ORDER,
         nodes.c.pk <= bindparam("leaf_key"),
     )
-    return query.add_columns(nodes.c.pk) if dialect == "postgresql" else query.order_by(nodes.c.pk)
+    return (
+        query.add_columns(nodes.c.pk) if backend.cost_based_planner else query.order_by(nodes.c.pk)
+    )
 
 
 _CHAIN_ROWS = {
-    (dialect, times): Prepared(_chain_rows(dialect, times=times))
-    for dialect in ("postgresql", "sqlite")
+    (backend, times): Prepared(_chain_rows(backend, times=times))
+    for backend in BACKENDS
     for times in (False, True)
 }
-_KEY = -1  # the key's column in a row of PostgreSQL's `_CHAIN_ROWS`
+_KEY = -1  # the key's column in a row of `_CHAIN_ROWS` for a cost-based planner
 
 
 def _is_path_to(rows: Sequence[Any], leaf: str) -> bool:
@@ -169,16 +170,16 @@ def _is_path_to(rows: Sequence[Any], leaf: str) -> bool:
     return bool(ids) and ids[-1] == leaf and [row[1] for row in rows] == [None, *ids[:-1]]
 
 
-def _walked_rows(dialect: str, session_id: str, leaf: str, limit: int) -> Plan[list[Any]]:
+def _walked_rows(backend: Backend, session_id: str, leaf: str, limit: int) -> Plan[list[Any]]:
     """The rows (id, parent_id, turn_json, created_at, depth) of the path to `leaf`, at most
     `limit` of them, walked in SQL from the leaf; root first."""
-    walk = _PATHS["postgresql" if dialect == "postgresql" else "sqlite"]
+    walk = _PATHS[backend]
     key = {"session_id": lookup_id(session_id), "leaf": lookup_id(leaf), "limit": limit}
     return sorted((yield walk, key), key=itemgetter(_DEPTH), reverse=True)
 
 
 def _whole_path_rows(
-    dialect: str, session_id: str, leaf: str | None, *, times: bool = True
+    backend: Backend, session_id: str, leaf: str | None, *, times: bool = True
 ) -> Plan[Sequence[Any]]:
     """The rows (id, parent_id, turn_json, created_at, ...) of the path from the root to `leaf`
     (default: the head), root first; none for an empty or missing session (without `times`,
@@ -200,24 +201,24 @@ def _whole_path_rows(
     if end_key is None:
         raise UnknownNodeError(session_id, end if leaf is None else leaf)
     if one_chain:
-        rows = yield from _rows_stored_up_to(dialect, key, end_key, times=times)
+        rows = yield from _rows_stored_up_to(backend, key, end_key, times=times)
         if _is_path_to(rows, end):
             return rows
-    return (yield from _walked_rows(dialect, session_id, end, _NO_LIMIT))
+    return (yield from _walked_rows(backend, session_id, end, _NO_LIMIT))
 
 
 def _rows_stored_up_to(
-    dialect: str, session_id: str, leaf_key: int, *, times: bool
+    backend: Backend, session_id: str, leaf_key: int, *, times: bool
 ) -> Plan[Sequence[Any]]:
     """The rows of `_CHAIN_ROWS`, in the order stored."""
     params = {"session_id": session_id, "leaf_key": leaf_key}
-    if dialect == "postgresql":
-        return sorted((yield _CHAIN_ROWS["postgresql", times], params), key=itemgetter(_KEY))
-    return (yield _CHAIN_ROWS["sqlite", times], params).all()
+    if backend.cost_based_planner:
+        return sorted((yield _CHAIN_ROWS[backend, times], params), key=itemgetter(_KEY))
+    return (yield _CHAIN_ROWS[backend, times], params).all()
 
 
 def _newest_path_nodes(
-    dialect: str, session_id: str, leaf: str | None, last: int
+    backend: Backend, session_id: str, leaf: str | None, last: int
 ) -> Plan[list[SessionNode]]:
     """The newest `last` nodes of the path to `leaf` (default: the head), walked in SQL (a
     walk of `last` steps, where a flat read would read the whole session), moved back so that
@@ -229,10 +230,10 @@ def _newest_path_nodes(
     if last == 0:
         return []
     with paused_gc():  # the rows too: fetching them triggered collections of the whole heap
-        path = nodes_from_rows((yield from _walked_rows(dialect, session_id, leaf, last)))
+        path = nodes_from_rows((yield from _walked_rows(backend, session_id, leaf, last)))
     if not path:
         raise UnknownNodeError(session_id, leaf)
-    while path[0].parent is not None and _starts_on_tool_result(path[0].turn):
+    while path[0].parent is not None and path[0].turn.has_tool_result:
         (row,) = yield node_rows(session_id, [path[0].parent])
         path.insert(0, node_from_row(row))
     return path
@@ -247,25 +248,25 @@ def _check_path_arguments(leaf: object, last: object) -> None:
 
 
 def load_path_nodes(
-    dialect: str, session_id: str, leaf: str | None = None, last: int | None = None
+    backend: Backend, session_id: str, leaf: str | None = None, last: int | None = None
 ) -> Plan[list[SessionNode]]:
     """The nodes from the root (or the newest `last`, moved back off a tool_result) to `leaf`."""
     _check_path_arguments(leaf, last)
     if last is not None:
-        return (yield from _newest_path_nodes(dialect, session_id, leaf, min(last, _NO_LIMIT)))
+        return (yield from _newest_path_nodes(backend, session_id, leaf, min(last, _NO_LIMIT)))
     with paused_gc():  # the rows too: fetching them triggered collections of the whole heap
-        return nodes_from_rows((yield from _whole_path_rows(dialect, session_id, leaf)))
+        return nodes_from_rows((yield from _whole_path_rows(backend, session_id, leaf)))
 
 
 def load_path(
-    dialect: str, session_id: str, leaf: str | None = None, last: int | None = None
+    backend: Backend, session_id: str, leaf: str | None = None, last: int | None = None
 ) -> Plan[list[Turn]]:
     """The turns of `load_path_nodes`, without the nodes: a long path's turns are built in one
     loop, and no node is built to be thrown away."""
     _check_path_arguments(leaf, last)
     if last is not None:
-        path = yield from _newest_path_nodes(dialect, session_id, leaf, min(last, _NO_LIMIT))
+        path = yield from _newest_path_nodes(backend, session_id, leaf, min(last, _NO_LIMIT))
         return [node.turn for node in path]
     with paused_gc():
-        rows = yield from _whole_path_rows(dialect, session_id, leaf, times=False)
+        rows = yield from _whole_path_rows(backend, session_id, leaf, times=False)
         return Turn._from_stored_texts([row[2] for row in rows])

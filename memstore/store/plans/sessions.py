@@ -24,7 +24,6 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy import cast as sql_cast
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
 
@@ -33,6 +32,7 @@ from memstore.store.owners import refuse_if_importing
 from memstore.store.plans.contract import UNSET, Plan, Unset, now_ms
 from memstore.store.plans.nodes import lookup_id
 from memstore.store.plans.retention import epoch_ms
+from memstore.store.policy import BACKENDS, Backend
 from memstore.store.prepared import Prepared
 from memstore.store.tables import NOT_IMPORTING, nodes, session_tags, sessions
 from memstore.types import validate_session_id
@@ -83,12 +83,13 @@ class SessionInfo:
         return agent_of(self.metadata)
 
 
-# Creates the session row if missing and returns its head, locking the row against other writers
-# until the transaction ends (a no-op update is what takes the lock on PostgreSQL). Compiled once
-# and run on the driver's cursor: the append path's first statement (see `prepared`).
-_ENSURE_SESSION = {
-    dialect: Prepared(
-        module.insert(sessions)
+def _ensure_session_statement(backend: Backend) -> Prepared:
+    """An upsert that creates the session row if missing and returns its head, locking the row
+    against other writers until the transaction ends (a no-op update is what takes the lock on
+    PostgreSQL). Compiled once and run on the driver's cursor: the append path's first
+    statement (see `prepared`)."""
+    return Prepared(
+        backend.insert(sessions)
         .values(
             id=bindparam("session_id"),
             head=None,
@@ -98,18 +99,18 @@ _ENSURE_SESSION = {
         .on_conflict_do_update(index_elements=[sessions.c.id], set_={"head": sessions.c.head})
         .returning(sessions.c.head, sessions.c.importing)
     )
-    for dialect, module in (("postgresql", postgresql), ("sqlite", sqlite))
-}
 
 
-def ensure_session(dialect: str, session_id: str, now: int) -> Plan[str | None]:
+_ENSURE_SESSION = {backend: _ensure_session_statement(backend) for backend in BACKENDS}
+
+
+def ensure_session(backend: Backend, session_id: str, now: int) -> Plan[str | None]:
     """Create the session row if missing, lock it against other writers, return its head.
 
     Raises:
         SessionImportingError: an import of the session is still running.
     """
-    upsert = _ENSURE_SESSION["postgresql" if dialect == "postgresql" else "sqlite"]
-    ((head, importing),) = yield upsert, {"session_id": session_id, "now": now}
+    ((head, importing),) = yield _ENSURE_SESSION[backend], {"session_id": session_id, "now": now}
     refuse_if_importing(session_id, importing)
     return cast(str | None, head)
 
@@ -270,8 +271,29 @@ def delete_session(session_id: str) -> Plan[bool]:
     return bool(result.rowcount)
 
 
+def _refuse_nul(backend: Backend, fields: Mapping[str, object]) -> None:
+    """Refuse the first string among `fields` (or keys, values and items inside them, at any
+    depth) that holds a NUL character, naming where it is: `backend` cannot store it."""
+    pending = list(fields.items())
+    while pending:
+        name, value = pending.pop()
+        if isinstance(value, str):
+            found = name if "\x00" in value else None
+        elif isinstance(value, Mapping):
+            found = next((f"{name} key {key!r}" for key in value if "\x00" in str(key)), None)
+            pending.extend((f"{name}[{key!r}]", item) for key, item in value.items())
+        else:
+            found = None
+            if isinstance(value, list | tuple):
+                pending.extend((f"{name}[{index}]", item) for index, item in enumerate(value))
+        if found is not None:
+            raise InvalidArgumentError(
+                f"{found} holds a NUL character, which {backend.label} cannot store: remove it"
+            )
+
+
 def update_session(
-    dialect: str,
+    backend: Backend,
     session_id: str,
     *,
     title: str | Unset | None = UNSET,
@@ -279,9 +301,16 @@ def update_session(
     metadata: Mapping[str, Any] | Unset | None = UNSET,
     expiry: int | datetime | Unset | None = UNSET,
 ) -> Plan[None]:
-    """Set a session's title, tags, metadata or expiry (creating an empty session if needed)."""
+    """Set a session's title, tags, metadata or expiry (creating an empty session if needed).
+
+    Raises:
+        InvalidArgumentError: a value the backend cannot store (PostgreSQL: a NUL character);
+            an expiry that is no epoch ms >= 0 or aware datetime.
+    """
     validate_session_id(session_id)
-    yield from ensure_session(dialect, session_id, now_ms())
+    if not backend.text_holds_nul:
+        _refuse_nul(backend, {"title": title, "tags": tags, "metadata": metadata})
+    yield from ensure_session(backend, session_id, now_ms())
     values: dict[str, Any] = {}
     if not isinstance(title, Unset):
         values["title"] = title
