@@ -30,8 +30,11 @@ Alembic revisions in `migrations/` create and evolve these tables; a test checks
   `node_search` read them out of `nodes.turn_json` instead, so the same queries work on both.
 - `nodes_fts_chars` (SQLite only, made by migration 0012, not modelled here): a contentless FTS5
   index of `nodes.search_chars` (the characters of scripts written without spaces, one word each),
-  for rows where it is not empty; filled and kept the same way. PostgreSQL indexes both columns
-  with GIN expression indexes (`ix_nodes_search`, `ix_nodes_search_chars`).
+  for rows where it is not empty; filled and kept the same way.
+- PostgreSQL's search vectors (`POSTGRESQL_ONLY`, migration 0022): `nodes.search_vector` and
+  `nodes.search_chars_vector`, the tsvectors of the two texts (their first `PG_INDEXED_CHARS`
+  characters), folded in Python as they are written (`SearchVector`), under plain GIN indexes
+  (`ix_nodes_search`, `ix_nodes_search_chars`, not modelled here). NULL for an empty text.
 - `nodes_fts_backlog` (SQLite only, made by migration 0019, not modelled here): the keys of nodes
   that writes of a few nodes added without indexing them in `nodes_fts`; the write that fills it
   to `plans.SEARCH_BACKLOG` indexes them all (one FTS5 segment instead of one per commit), and a
@@ -59,17 +62,25 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     column,
+    func,
     literal_column,
     select,
     table,
     text,
 )
-from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.dialects.postgresql import JSONB, TSVECTOR
+from sqlalchemy.engine import Dialect
+from sqlalchemy.types import TypeDecorator
+
+from memstore.store.folding import sql_fold
 
 __all__ = [
     "IN_STORED_ORDER",
     "NOT_IMPORTING",
+    "PG_INDEXED_CHARS",
     "POSTGRESQL_ONLY",
+    "TS_CONFIG",
+    "SearchVector",
     "metadata",
     "node_blocks",
     "node_keys",
@@ -102,6 +113,29 @@ JsonObject = JSON().with_variant(JSONB(), "postgresql")
 Id = String(255)
 POSTGRESQL_ONLY = {"dialects": ("postgresql",)}
 """A column's `info` for a copy PostgreSQL stores and SQLite derives in a view (migration 0016)."""
+
+
+TS_CONFIG = "simple"  # no stemming, like FTS5's unicode61: the same matches on both backends
+PG_INDEXED_CHARS = 250_000
+"""How much of a text PostgreSQL's search vectors hold: 4 bytes a character stays under the
+1 MiB a tsvector can hold (migration 0017 chose the number; 0022 fills the vectors with it)."""
+
+
+class SearchVector(TypeDecorator[str]):
+    """A PostgreSQL tsvector written from a text: the store binds the text, which is folded in
+    Python (`folding.sql_fold` of its first `PG_INDEXED_CHARS` characters) and made a vector by
+    `to_tsvector` in the INSERT, so that no SQL folding runs per row (migration 0022). An empty
+    text is NULL (matches nothing, takes no room)."""
+
+    impl = TSVECTOR
+    cache_ok = True
+
+    def process_bind_param(self, value: str | None, dialect: Dialect) -> str | None:
+        del dialect
+        return sql_fold(value[:PG_INDEXED_CHARS]) if value else None
+
+    def bind_expression(self, bindvalue: Any) -> Any:
+        return func.to_tsvector(literal_column(f"'{TS_CONFIG}'"), bindvalue)
 
 
 def stored_on(column: Column[Any], dialect: str) -> bool:
@@ -149,6 +183,8 @@ nodes = Table(
     Column("turn_json", Text, nullable=False),
     Column("search_text", Text, nullable=False, server_default="", info=POSTGRESQL_ONLY),
     Column("search_chars", Text, nullable=False, server_default=""),
+    Column("search_vector", SearchVector, nullable=True, info=POSTGRESQL_ONLY),
+    Column("search_chars_vector", SearchVector, nullable=True, info=POSTGRESQL_ONLY),
     UniqueConstraint("session_id", "id"),
     ForeignKeyConstraint(
         ["session_id", "parent_id"], ["nodes.session_id", "nodes.id"], ondelete="CASCADE"
