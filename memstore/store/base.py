@@ -17,6 +17,7 @@ from sqlalchemy import Engine
 from memstore.graph import SessionGraph
 from memstore.store import compaction, importing, plans, search
 from memstore.store.keyed import KeyedAppends
+from memstore.store.metadata import SessionMetadata
 from memstore.store.migrate import current_revision, downgrade, upgrade
 from memstore.store.node_ids import NodeIds
 from memstore.store.operation import Await, OnEngine, Program, operation
@@ -49,10 +50,10 @@ def _revision(engine: Engine) -> str | None:
         return current_revision(connection)
 
 
-class StoreBase(Retention, KeyedAppends, NodeIds):
+class StoreBase(Retention, KeyedAppends, NodeIds, SessionMetadata):
     """Every store operation (the session DAGs here, files in and out in `Exchange`, expiry
-    and pruning in `Retention`, keyed appends in `KeyedAppends`, short node ids in `NodeIds`),
-    without I/O; see the module docstring."""
+    and pruning in `Retention`, keyed appends in `KeyedAppends`, short node ids in `NodeIds`,
+    sessions' metadata read and merged in `SessionMetadata`), without I/O; see the module."""
 
     @operation
     def clean_abandoned_imports(self, *, force: Collection[str] = ()) -> Program[list[str]]:
@@ -186,26 +187,6 @@ class StoreBase(Retention, KeyedAppends, NodeIds):
         """
         plan = plans.append_turns(
             self.backend, session_id, turns, expected_head, created_at, parent
-        )
-        return (yield from self._write(plan, f"appending to session {session_id!r}"))
-
-    @operation
-    def append_merging_metadata(
-        self,
-        session_id: str,
-        turns: Sequence[TurnLike],
-        merges: plans.MetadataMerges,
-        *,
-        expected_head: str | Unset | None = UNSET,
-        exists: bool | None = None,
-    ) -> Program[list[SessionNode]]:
-        """Update sessions' metadata and append `turns` at `session_id`'s head, in one
-        transaction. `merges` maps a session id (created if missing) to metadata keys: a mapping
-        value is merged into the object at its key, any other replaces it. `expected_head` works
-        as in `append_many`; `exists` True or False requires `session_id` to exist
-        (UnknownSessionError) or not (SessionExistsError)."""
-        plan = plans.append_merging_metadata(
-            self.backend, session_id, list(turns), merges, expected_head, exists
         )
         return (yield from self._write(plan, f"appending to session {session_id!r}"))
 

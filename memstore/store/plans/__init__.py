@@ -8,7 +8,7 @@ one's result, driven by `SessionStore` on a `Connection` and by `AsyncSessionSto
 - `nodes`: node rows decoded, the node ids the store can hold, lookups by id, a session's nodes;
 - `sessions`: `SessionInfo`, listing and filtering sessions, their title, tags and metadata;
 - `appends`: appending turns and nodes, inserting rows, forking a path into a new session;
-- `metadata`: merging into sessions' metadata objects while appending, in one transaction;
+- `metadata`: reading sessions' metadata, merging into it while appending (one transaction);
 - `search_index`: writing SQLite's full-text index and its backlog;
 - `paths`: reading the path from the root to a leaf, or its newest turns;
 - `stats`: totals over the whole store;
@@ -42,7 +42,12 @@ from memstore.store.plans.contract import (
     as_call,
     now_ms,
 )
-from memstore.store.plans.metadata import MetadataMerges, append_merging_metadata
+from memstore.store.plans.metadata import (
+    MetadataMerges,
+    StoredMetadata,
+    append_merging_metadata,
+    read_metadata,
+)
 from memstore.store.plans.nodes import (
     MAX_NODE_ID,
     head,
@@ -107,6 +112,7 @@ __all__ = [
     "Step",
     "StepResult",
     "StoreStats",
+    "StoredMetadata",
     "Unset",
     "agent_of",
     "append_merging_metadata",
@@ -137,6 +143,7 @@ __all__ = [
     "nodes_from_rows",
     "now_ms",
     "prune",
+    "read_metadata",
     "refuse_bad_node_ids",
     "resolve_node_id",
     "session_info",
