@@ -76,6 +76,12 @@ if TYPE_CHECKING:
         StoreStats,
         UsageTotals,
     )
+    from memstore.store.plans.retention import (
+        ExpiryDefaults,
+        PrunedBranches,
+        PrunedSession,
+        PruneReport,
+    )
     from memstore.store.readonly import (
         QueryResult,
     )
@@ -158,6 +164,12 @@ _EXPORTED_FROM: dict[str, tuple[str, ...]] = {
     "memstore.store.exports": ("ExportFormat", "ExportReport", "ExportedFile", "RefusedExport"),
     "memstore.store.names": ("include_object",),
     "memstore.store.plans": ("SessionPage", "StoreStats", "UsageTotals"),
+    "memstore.store.plans.retention": (
+        "ExpiryDefaults",
+        "PruneReport",
+        "PrunedBranches",
+        "PrunedSession",
+    ),
     "memstore.store.readonly": ("QueryResult",),
     "memstore.store.search": ("SearchHit",),
     "memstore.store.transfer": ("ImportReport",),
@@ -248,6 +260,7 @@ __all__ = [
     "DatabaseError",
     "DatabaseTooNewError",
     "EventLoopError",
+    "ExpiryDefaults",
     "ExportFormat",
     "ExportReport",
     "ExportedFile",
@@ -274,6 +287,9 @@ __all__ = [
     "NodeUsage",
     "OutputFileError",
     "PendingTool",
+    "PruneReport",
+    "PrunedBranches",
+    "PrunedSession",
     "QueryError",
     "QueryResult",
     "ReadOnlyStoreError",

@@ -65,3 +65,25 @@ def test_include_object_is_alembics_filter_for_an_application() -> None:
     assert parameters == ["object_", "name", "type_", "reflected", "compare_to"]
     assert "include_object" in memstore.__all__
     assert memstore.include_object(None, "nodes", "table", True, None) is False
+
+
+def test_the_lazy_table_names_what_the_type_checker_imports() -> None:
+    """`memstore/__init__.py` lists each lazily exported name for the type checker (imports
+    under TYPE_CHECKING), for `__getattr__` (`_EXPORTED_FROM`) and in `__all__`: the listings
+    must agree, module by module, so that none drifts (the last is checked above)."""
+    import ast
+    from pathlib import Path
+
+    source = ast.parse(Path(memstore.__file__).read_text(encoding="utf-8"))
+    (guarded,) = [
+        node
+        for node in source.body
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"
+    ]
+    typed: dict[str, set[str]] = {}
+    for statement in guarded.body:
+        assert isinstance(statement, ast.ImportFrom)
+        assert statement.module is not None
+        typed.setdefault(statement.module, set()).update(alias.name for alias in statement.names)
+    lazy = {module: set(names) for module, names in memstore._EXPORTED_FROM.items()}
+    assert typed == lazy

@@ -4,7 +4,7 @@ Each operation is one method: a program (see `operation`) that yields the plans 
 says nothing of how they run. The shells, `sync.SessionStore` and `aio.AsyncSessionStore`, carry
 the requests out; reading an operation through either gives the method a user calls, with this
 signature and docstring. To add an operation, write one method here (or in `exchange` for files
-in and out) and decorate it with `@operation`.
+in and out, `retention` for expiry and pruning) and decorate it with `@operation`.
 """
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ from sqlalchemy import Engine
 
 from memstore.graph import SessionGraph
 from memstore.store import compaction, importing, plans, search
-from memstore.store.exchange import Exchange
 from memstore.store.keyed import KeyedAppends
 from memstore.store.listing import Listing
+from memstore.store.metadata import SessionMetadata
 from memstore.store.migrate import current_revision, downgrade, upgrade
 from memstore.store.node_ids import NodeIds
 from memstore.store.operation import Await, OnEngine, Program, operation
-from memstore.store.plans import UNSET, Unset
+from memstore.store.plans import UNSET, Expiry, Unset
 from memstore.store.plans.appends import UsageLike, UsagesLike
 from memstore.store.readonly import (
     DEFAULT_MEMORY_MB,
@@ -31,6 +31,7 @@ from memstore.store.readonly import (
     QueryResult,
     run_read_only,
 )
+from memstore.store.retention import Retention
 from memstore.store.search import SearchHit
 from memstore.store.time_limits import DEFAULT_SEARCH_SECONDS
 from memstore.types import (
@@ -51,11 +52,11 @@ def _revision(engine: Engine) -> str | None:
         return current_revision(connection)
 
 
-class StoreBase(Listing, Exchange, KeyedAppends, NodeIds):
+class StoreBase(Listing, Retention, KeyedAppends, NodeIds, SessionMetadata):
     """Every store operation (the session DAGs here, files in and out in `Exchange`, listings
-    and totals in `Listing`, keyed appends in `KeyedAppends`, short node ids in `NodeIds`),
-    without I/O; see the module
-    docstring."""
+    and totals in `Listing`, expiry and pruning in `Retention`, keyed appends in `KeyedAppends`,
+    short node ids in `NodeIds`, sessions' metadata read and merged in `SessionMetadata`),
+    without I/O; see the module."""
 
     @operation
     def clean_abandoned_imports(self, *, force: Collection[str] = ()) -> Program[list[str]]:
@@ -160,7 +161,7 @@ class StoreBase(Listing, Exchange, KeyedAppends, NodeIds):
         *,
         expected_head: str | Unset | None = UNSET,
         created_at: int | None = None,
-        parent: str | Unset = UNSET,
+        parent: str | Unset | None = UNSET,
         usage: UsagesLike = None,
     ) -> Program[list[SessionNode]]:
         """Append `turns` at the session's head as one chain, in one transaction: all or nothing.
@@ -181,8 +182,8 @@ class StoreBase(Listing, Exchange, KeyedAppends, NodeIds):
             expected_head: compare-and-set: append only if the head is still this id (None: the
                 session is empty).
             created_at: every new node's time, epoch ms.
-            parent: chain from this node instead of the head (a fork); the head still moves
-                to the new chain's end.
+            parent: chain from this node instead of the head (a fork; None: a new root); the
+                head still moves to the new chain's end.
             usage: what the model call(s) cost (`NodeUsage` or a mapping of its fields):
                 one, recorded against the last turn, or a list with one entry (or None) per
                 turn. Stored in `node_usage` beside the node, never in the turn: ids are the
@@ -198,26 +199,6 @@ class StoreBase(Listing, Exchange, KeyedAppends, NodeIds):
         """
         plan = plans.append_turns(
             self.backend, session_id, turns, expected_head, created_at, parent, usage
-        )
-        return (yield from self._write(plan, f"appending to session {session_id!r}"))
-
-    @operation
-    def append_merging_metadata(
-        self,
-        session_id: str,
-        turns: Sequence[TurnLike],
-        merges: plans.MetadataMerges,
-        *,
-        expected_head: str | Unset | None = UNSET,
-        exists: bool | None = None,
-    ) -> Program[list[SessionNode]]:
-        """Update sessions' metadata and append `turns` at `session_id`'s head, in one
-        transaction. `merges` maps a session id (created if missing) to metadata keys: a mapping
-        value is merged into the object at its key, any other replaces it. `expected_head` works
-        as in `append_many`; `exists` True or False requires `session_id` to exist
-        (UnknownSessionError) or not (SessionExistsError)."""
-        plan = plans.append_merging_metadata(
-            self.backend, session_id, list(turns), merges, expected_head, exists
         )
         return (yield from self._write(plan, f"appending to session {session_id!r}"))
 
@@ -285,10 +266,11 @@ class StoreBase(Listing, Exchange, KeyedAppends, NodeIds):
         title: str | Unset | None = UNSET,
         tags: Sequence[str] | Unset = UNSET,
         metadata: Mapping[str, Any] | Unset | None = UNSET,
+        expires_at: Expiry | Unset = UNSET,
     ) -> Program[None]:
-        """Set a session's title, tags (replacing them) or metadata object."""
+        """Set a session's title, tags (replacing them), metadata or expiry (`Expiry`)."""
         plan = plans.update_session(
-            self.backend, session_id, title=title, tags=tags, metadata=metadata
+            self.backend, session_id, title=title, tags=tags, metadata=metadata, expiry=expires_at
         )
         yield from self._write(plan, f"updating session {session_id!r}")
 

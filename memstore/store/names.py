@@ -26,7 +26,16 @@ LEGACY_VERSION_TABLE = "alembic_version"
 """Where memstore kept its revision before it had a table of its own (moved on upgrade)."""
 
 TABLES = frozenset(
-    {"sessions", "session_tags", "nodes", "node_blocks", "records", "node_usage", "node_keys"}
+    {
+        "sessions",
+        "session_tags",
+        "nodes",
+        "node_blocks",
+        "records",
+        "node_usage",
+        "node_keys",
+        "expiry_defaults",
+    }
 )
 """memstore's tables (`memstore.store.tables` models them; a test checks the two agree)."""
 
@@ -35,7 +44,7 @@ VIEWS = frozenset(
     {*_FILTERED_VIEWS, *(f"{view}_all" for view in _FILTERED_VIEWS), "node_search", "usage"}
 )
 """memstore's views, made by the migrations for `memstore sql` and other readers (`<view>_all`:
-the view's rows including sessions still being imported, migration 0018; `usage`, 0022)."""
+the view's rows including sessions still being imported, migration 0018; `usage`, 0024)."""
 
 SEARCH_PREFIX = "nodes_fts"
 """SQLite's full-text tables, their shadow tables and triggers all start with this."""

@@ -9,10 +9,11 @@ one's result, driven by `SessionStore` on a `Connection` and by `AsyncSessionSto
 - `sessions`: `SessionInfo`, listing and filtering sessions, their title, tags and metadata;
 - `paging`: the keyset cursors and time window of a session listing;
 - `appends`: appending turns and nodes, inserting rows, forking a path into a new session;
-- `metadata`: merging into sessions' metadata objects while appending, in one transaction;
+- `metadata`: reading sessions' metadata, merging into it while appending (one transaction);
 - `search_index`: writing SQLite's full-text index and its backlog;
 - `paths`: reading the path from the root to a leaf, or its newest turns;
-- `stats`: totals over the whole store.
+- `stats`: totals over the whole store;
+- `retention`: when sessions expire, and pruning sessions and branches no head reaches.
 
 This package re-exports what the rest of memstore uses, so that callers name `plans.X`.
 """
@@ -45,7 +46,12 @@ from memstore.store.plans.contract import (
     as_call,
     now_ms,
 )
-from memstore.store.plans.metadata import MetadataMerges, append_merging_metadata
+from memstore.store.plans.metadata import (
+    MetadataMerges,
+    StoredMetadata,
+    append_merging_metadata,
+    read_metadata,
+)
 from memstore.store.plans.nodes import (
     MAX_NODE_ID,
     head,
@@ -62,6 +68,15 @@ from memstore.store.plans.nodes import (
 )
 from memstore.store.plans.paging import SessionOrder, Window, epoch_ms
 from memstore.store.plans.paths import load_path, load_path_nodes
+from memstore.store.plans.retention import (
+    Expiry,
+    ExpiryDefaults,
+    PruneFilters,
+    PruneReport,
+    expiry_defaults_of,
+    prune,
+    set_expiry_default,
+)
 from memstore.store.plans.search_index import (
     LONG_TEXT,
     SEARCH_BACKLOG,
@@ -101,14 +116,19 @@ __all__ = [
     "SEARCH_BACKLOG",
     "UNSET",
     "Boundary",
+    "Expiry",
+    "ExpiryDefaults",
     "MetadataMerges",
     "Plan",
+    "PruneFilters",
+    "PruneReport",
     "SessionInfo",
     "SessionOrder",
     "SessionPage",
     "Step",
     "StepResult",
     "StoreStats",
+    "StoredMetadata",
     "Unset",
     "UsageGrouping",
     "UsageTotals",
@@ -124,6 +144,7 @@ __all__ = [
     "delete_session",
     "ensure_session",
     "epoch_ms",
+    "expiry_defaults_of",
     "fork_session",
     "head",
     "index_backlog",
@@ -143,11 +164,14 @@ __all__ = [
     "nodes_from_rows",
     "now_ms",
     "parse_usages",
+    "prune",
+    "read_metadata",
     "record_usage",
     "refuse_bad_node_ids",
     "resolve_node_id",
     "session_info",
     "session_page",
+    "set_expiry_default",
     "store_stats",
     "store_usage",
     "stored_ids",

@@ -203,7 +203,7 @@ def append_turns(
     turns: Iterable[TurnLike],
     expected_head: str | Unset | None = UNSET,
     created_at: int | None = None,
-    parent: str | Unset = UNSET,
+    parent: str | Unset | None = UNSET,
     usage: UsagesLike = None,
 ) -> Plan[list[SessionNode]]:
     """Chain `turns` onto the head as it is inside this transaction (or onto `parent`: a fork)
@@ -232,7 +232,7 @@ def _append_turns(
     turns: Sequence[Turn],
     expected_head: str | Unset | None,
     created_at: int | None,
-    parent: str | Unset,
+    parent: str | Unset | None,
     usages: Sequence[NodeUsage | None] = (),
 ) -> Plan[list[SessionNode]]:
     if not turns:

@@ -1,7 +1,7 @@
 """Listing sessions page by page: keyset cursors and the time window of `sessions(...)`.
 
 A cursor names the last session of a page by its sort key, never by a position, so a page
-costs the same at any depth (an index seek, migration 0022) and sessions written meanwhile
+costs the same at any depth (an index seek, migration 0024) and sessions written meanwhile
 shift nothing. Two orders:
 
 - `updated` (the default): most recently updated first, ties by id. A session written while a

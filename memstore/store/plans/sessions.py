@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, cast
 
 from sqlalchemy import (
@@ -31,6 +32,7 @@ from memstore.store.owners import refuse_if_importing
 from memstore.store.plans.contract import UNSET, Plan, Unset, now_ms
 from memstore.store.plans.nodes import lookup_id
 from memstore.store.plans.paging import Window
+from memstore.store.plans.retention import epoch_ms
 from memstore.store.policy import BACKENDS, Backend
 from memstore.store.prepared import Prepared
 from memstore.store.tables import NOT_IMPORTING, node_usage, nodes, session_tags, sessions
@@ -74,6 +76,8 @@ class SessionInfo:
     title: str | None = None
     tags: tuple[str, ...] = ()
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    expires_at: int | None = None
+    """Its own expiry time (epoch ms; None: its tags' or the store's default, if any)."""
     input_tokens: int = 0
     """The session's usage totals over `node_usage` (0 where no node says)."""
     output_tokens: int = 0
@@ -290,6 +294,7 @@ def list_sessions(
             title=row.title,
             tags=tuple(tags.get(row.id, ())),
             metadata=row.meta or {},
+            expires_at=row.expires_at,
             **_totals(row),
         )
         for row in rows
@@ -378,11 +383,13 @@ def update_session(
     title: str | Unset | None = UNSET,
     tags: Sequence[str] | Unset = UNSET,
     metadata: Mapping[str, Any] | Unset | None = UNSET,
+    expiry: int | datetime | Unset | None = UNSET,
 ) -> Plan[None]:
-    """Set a session's title, tags or metadata (creating an empty session if needed).
+    """Set a session's title, tags, metadata or expiry (creating an empty session if needed).
 
     Raises:
-        InvalidArgumentError: a value the backend cannot store (PostgreSQL: a NUL character).
+        InvalidArgumentError: a value the backend cannot store (PostgreSQL: a NUL character);
+            an expiry that is no epoch ms >= 0 or aware datetime.
     """
     validate_session_id(session_id)
     if not backend.text_holds_nul:
@@ -393,6 +400,8 @@ def update_session(
         values["title"] = title
     if not isinstance(metadata, Unset):
         values["meta"] = dict(metadata) if metadata is not None else None
+    if not isinstance(expiry, Unset):
+        values["expires_at"] = epoch_ms(expiry)
     if values:
         yield update(sessions).where(sessions.c.id == session_id).values(**values)
     if not isinstance(tags, Unset):

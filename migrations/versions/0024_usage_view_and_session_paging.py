@@ -3,8 +3,8 @@ per node whose model call's usage is known: the node's session, time, day (UTC) 
 provider, model, tokens and US dollars), and an index of sessions by (updated_at DESC, id), the
 order of `sessions(...)`, which a keyset page reads from its cursor on with no sort.
 
-Revision ID: 0022
-Revises: 0021
+Revision ID: 0024
+Revises: 0023
 Create Date: 2026-12-06
 """
 
@@ -13,8 +13,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0022"
-down_revision: str | None = "0021"
+revision: str = "0024"
+down_revision: str | None = "0023"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
