@@ -5,6 +5,9 @@ Alembic revisions in `migrations/` create and evolve these tables; a test checks
 - `sessions`: one row per session, with its head (live leaf) and user metadata. `importing`
   (SQLite, migration 0018) names the process importing a new session in committed chunks: until
   it is cleared, every read treats the session as absent (see `memstore.store.importing`).
+  `expires_at` (migration 0023) is the epoch ms after which `prune(expired=True)` deletes it.
+- `expiry_defaults` (migration 0023): how long after its last update a session without an
+  `expires_at` expires: one row for the store (`scope` 'store', `tag` ''), one per tag.
 - `session_tags`: the tags of a session, one row each (so filtering is a plain join).
 - `nodes`: the content-addressed turns. A turn is stored as its exact JSON text; role and time
   get their own columns for queries. A node's parent must be a node of the same session.
@@ -81,6 +84,7 @@ __all__ = [
     "POSTGRESQL_ONLY",
     "TS_CONFIG",
     "SearchVector",
+    "expiry_defaults",
     "metadata",
     "node_blocks",
     "node_keys",
@@ -159,7 +163,19 @@ sessions = Table(
     Column("title", Text, nullable=True),
     Column("meta", JsonObject, nullable=True),
     Column("importing", Text, nullable=True),
+    Column("expires_at", BigInteger, nullable=True),
     Index(None, "importing", **_where("importing IS NOT NULL")),
+    Index(None, "expires_at", **_where("expires_at IS NOT NULL")),
+)
+
+expiry_defaults = Table(
+    "expiry_defaults",
+    metadata,
+    Column("scope", String(8), primary_key=True),
+    Column("tag", Id, primary_key=True),
+    Column("after_ms", BigInteger, nullable=False),
+    CheckConstraint("scope IN ('store', 'tag')", name="known_scope"),
+    CheckConstraint("after_ms >= 0", name="not_negative"),
 )
 
 session_tags = Table(
