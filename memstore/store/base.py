@@ -156,7 +156,7 @@ class StoreBase(Retention, KeyedAppends, NodeIds, SessionMetadata):
         *,
         expected_head: str | Unset | None = UNSET,
         created_at: int | None = None,
-        parent: str | Unset = UNSET,
+        parent: str | Unset | None = UNSET,
     ) -> Program[list[SessionNode]]:
         """Append `turns` at the session's head as one chain, in one transaction: all or nothing.
 
@@ -176,8 +176,8 @@ class StoreBase(Retention, KeyedAppends, NodeIds, SessionMetadata):
             expected_head: compare-and-set: append only if the head is still this id (None: the
                 session is empty).
             created_at: every new node's time, epoch ms.
-            parent: chain from this node instead of the head (a fork); the head still moves
-                to the new chain's end.
+            parent: chain from this node instead of the head (a fork; None: a new root); the
+                head still moves to the new chain's end.
 
         Raises:
             HeadMovedError: `expected_head` was given, the head is elsewhere, and the call is no
