@@ -21,9 +21,10 @@ from memstore.errors import InvalidArgumentError
 __all__ = ["BACKENDS", "POSTGRESQL", "SQLITE", "Backend", "backend_of"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Backend:
-    """A database's policies and traits, as memstore sees them."""
+    """A database's policies and traits, as memstore sees them. There is one of each
+    (`BACKENDS`), compared and hashed by identity: plans key their statements by it."""
 
     name: str
     """SQLAlchemy's dialect name (what a URL's scheme names)."""
