@@ -15,8 +15,20 @@ on a SQLite file with a `SessionStore` and with an `AsyncSessionStore` (and on P
 `--postgres URL`); the floor is the same adapter's first thousand appends: goal, the last
 thousand at most 1.2x the first (each append looks its uuid up by index, in its transaction).
 
-    python benchmarks/bench_frameworks.py [--part all|openai|claude] [--turns 100] [--rounds 3]
+    python benchmarks/bench_frameworks.py [--part all|openai|claude|adk] [--turns 100] [--rounds 3]
         [--entries 10000] [--postgres URL]
+
+Google ADK (`--part adk`): `list_sessions` of an app's 10,000 sessions (of 100 users, each with a
+little state) and `get_session` of one 3,000-event session (all events, and the newest 20),
+through memstore's `MemstoreSessionService` (on a SessionStore and on an AsyncSessionStore)
+against ADK's own `DatabaseSessionService` (the floor; aiosqlite, or psycopg's async driver),
+each service on a fresh SQLite file of one directory, or in a fresh schema of one PostgreSQL
+server (`--postgres URL`); the same sessions and events written for each service first
+(untimed, in bulk: ADK's ORM rows in one transaction; memstore's `append_merging_metadata`, one
+call). Best of the rounds. The ratios are memstore's times over ADK's (below 1: faster).
+
+    python benchmarks/bench_frameworks.py --part adk [--sessions 10000] [--events 3000]
+        [--rounds 3] [--postgres URL]
 """
 
 from __future__ import annotations
@@ -26,15 +38,25 @@ import asyncio
 import tempfile
 import time
 from collections.abc import Callable, Coroutine
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from agents.extensions.memory.sqlalchemy_session import SQLAlchemySession
 from agents.memory import Session, SQLiteSession
+from google.adk.events import Event, EventActions
+from google.adk.sessions import DatabaseSessionService
+from google.adk.sessions.base_session_service import BaseSessionService, GetSessionConfig
+from google.genai import types
 
 from memstore import SessionStore
 from memstore.integrations._history import AnyStore
 from memstore.integrations.claude_agent_sdk import MemstoreSessionStore
+from memstore.integrations.google_adk import (
+    MemstoreSessionService,
+    event_to_turn,
+    memstore_session_id,
+)
 from memstore.integrations.openai_agents import MemstoreSession
 from memstore.store.aio import AsyncSessionStore
 
@@ -190,16 +212,203 @@ def openai(turns: int, rounds: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", choices=["all", "openai", "claude"], default="all")
+    parser.add_argument("--part", choices=["all", "openai", "claude", "adk"], default="all")
     parser.add_argument("--turns", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--entries", type=int, default=10_000)
-    parser.add_argument("--postgres", help="also run the Claude part on this PostgreSQL URL")
+    parser.add_argument("--sessions", type=int, default=10_000, help="the ADK part's sessions")
+    parser.add_argument("--events", type=int, default=3_000, help="the ADK part's long session")
+    parser.add_argument("--postgres", help="also run the Claude and ADK parts on this URL")
     args = parser.parse_args()
     if args.part in ("all", "openai"):
         openai(args.turns, args.rounds)
     if args.part in ("all", "claude"):
         claude(args.entries, args.postgres)
+    if args.part in ("all", "adk"):
+        adk_section(args.sessions, args.events, args.rounds, args.postgres)
+
+
+# Google ADK
+
+ADK_APP = "bench"
+
+
+async def maybe(value: Any) -> Any:
+    """`value`, awaited if a store's method returned a coroutine (the async store's)."""
+    return await value if asyncio.iscoroutine(value) else value
+
+
+def adk_event(n: int) -> Event:
+    """The n-th event of a conversation: a question, or an answer with a tool call and a
+    state change."""
+    if n % 2 == 0:
+        parts = [types.Part(text=f"Question {n}: what does module {n % 17} do? " * 3)]
+        return Event(
+            invocation_id=f"inv-{n}",
+            author="user",
+            content=types.Content(role="user", parts=parts),
+        )
+    parts = [
+        types.Part(text="It reads files. " * 8),
+        types.Part(function_call=types.FunctionCall(id=f"c{n}", name="read", args={"n": n})),
+    ]
+    return Event(
+        invocation_id=f"inv-{n - 1}",
+        author="assistant",
+        content=types.Content(role="model", parts=parts),
+        actions=EventActions(state_delta={"turns": n, "user:seen": n}),
+    )
+
+
+async def fill_adk(service: DatabaseSessionService, sessions: int, events: int) -> str:
+    """`sessions` sessions of 100 users, the first with `events` events, written in bulk into
+    ADK's tables (through its ORM classes, one transaction); the first's id."""
+    long = await service.create_session(app_name=ADK_APP, user_id="u0", state={"app:v": 1})
+    schema = service._get_schema_classes()
+    now = datetime.now(UTC)
+    if service._uses_naive_datetime():
+        now = now.replace(tzinfo=None)
+    async with service.database_session_factory() as db:
+        db.add_all(schema.StorageEvent.from_event(long, event) for event in adk_events(events))
+        db.add_all(
+            schema.StorageSession(
+                app_name=ADK_APP,
+                user_id=f"u{n % 100}",
+                id=f"s{n}",
+                state={"topic": f"t{n}"},
+                create_time=now,
+                update_time=now,
+            )
+            for n in range(1, sessions)
+        )
+        db.add_all(
+            schema.StorageUserState(
+                app_name=ADK_APP, user_id=f"u{n}", state={"n": n}, update_time=now
+            )
+            for n in range(1, 100)
+        )
+        await db.commit()
+    return long.id
+
+
+async def fill_memstore(service: MemstoreSessionService, sessions: int, events: int) -> str:
+    """The same sessions and events, written in one `append_merging_metadata` call."""
+    long = await service.create_session(app_name=ADK_APP, user_id="u0", state={"app:v": 1})
+    merges: dict[str, dict[str, Any]] = {}
+    for n in range(1, sessions):
+        user, name = f"u{n % 100}", f"s{n}"
+        merges[memstore_session_id(ADK_APP, user, name)] = {
+            **{"agent": "google-adk", "scope": "session", "app_name": ADK_APP},
+            **{"user_id": user, "session_id": name, "state": {"topic": f"t{n}"}},
+            "update_time": time.time(),
+        }
+    for n in range(1, 100):
+        merges[memstore_session_id(ADK_APP, f"u{n}")] = {
+            **{"agent": "google-adk", "scope": "user", "app_name": ADK_APP, "user_id": f"u{n}"},
+            "state": {"n": n},
+        }
+    turns = [event_to_turn(event) for event in adk_events(events)]
+    sid = memstore_session_id(ADK_APP, "u0", long.id)
+    await maybe(service.store.append_merging_metadata(sid, turns, merges))
+    return long.id
+
+
+def adk_events(events: int) -> list[Event]:
+    """The conversation's events, one second apart."""
+    found = [adk_event(n) for n in range(events)]
+    for n, event in enumerate(found):
+        event.timestamp = 1_800_000_000.0 + n
+    return found
+
+
+async def adk_times(
+    service: BaseSessionService, long_id: str, sessions: int, events: int
+) -> list[float]:
+    """Seconds of list_sessions, get_session (all events), get_session (newest 20)."""
+    times = []
+    start = time.perf_counter()
+    listed = await service.list_sessions(app_name=ADK_APP)
+    times.append(time.perf_counter() - start)
+    assert len(listed.sessions) == sessions
+    for config in (None, GetSessionConfig(num_recent_events=20)):
+        start = time.perf_counter()
+        got = await service.get_session(
+            app_name=ADK_APP, user_id="u0", session_id=long_id, config=config
+        )
+        times.append(time.perf_counter() - start)
+        assert got is not None
+        assert len(got.events) == (events if config is None else 20)
+    return times
+
+
+async def adk_side(name: str, url: str, sessions: int, events: int, rounds: int) -> list[float]:
+    """Fill a service of kind `name` on `url`, then time its reads, best of `rounds`."""
+    closing: Any
+    if name == "DatabaseSessionService (floor)":
+        driver = "sqlite+aiosqlite" if url.startswith("sqlite") else "postgresql+psycopg"
+        service: BaseSessionService = DatabaseSessionService(driver + url[url.index(":") :])
+        closing = service
+    else:
+        store: Any = (SessionStore if name.endswith("SessionStore ") else AsyncSessionStore)(url)
+        service, closing = MemstoreSessionService(store), store
+    try:
+        if isinstance(service, DatabaseSessionService):
+            long_id = await fill_adk(service, sessions, events)
+        else:
+            assert isinstance(service, MemstoreSessionService)
+            long_id = await fill_memstore(service, sessions, events)
+        best = [float("inf")] * 3
+        for _ in range(rounds):
+            best = [
+                min(b, t)
+                for b, t in zip(
+                    best, await adk_times(service, long_id, sessions, events), strict=True
+                )
+            ]
+        return best
+    finally:
+        await maybe(closing.close())
+
+
+ADK_SIDES = (
+    "DatabaseSessionService (floor)",
+    "memstore SessionStore ",
+    "memstore AsyncSessionStore",
+)
+
+
+def adk_section(sessions: int, events: int, rounds: int, postgres: str | None) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        urls = {name: f"sqlite:///{Path(folder) / f'{n}.db'}" for n, name in enumerate(ADK_SIDES)}
+        adk_report("SQLite", urls, sessions, events, rounds)
+    if postgres is not None:
+        from bench_store import FreshSchemas
+
+        schemas = FreshSchemas(postgres)
+        try:
+            urls = {name: schemas.store_url(schemas.new()) for name in ADK_SIDES}
+            adk_report("PostgreSQL", urls, sessions, events, rounds)
+        finally:
+            schemas.close()
+
+
+def adk_report(backend: str, urls: dict[str, str], sessions: int, events: int, rounds: int) -> None:
+    found = {
+        name: asyncio.run(adk_side(name, url, sessions, events, rounds))
+        for name, url in urls.items()
+    }
+    floor = found[ADK_SIDES[0]]
+    what = (
+        f"list_sessions ({sessions:,})",
+        f"get_session ({events:,} events)",
+        "get_session (newest 20)",
+    )
+    print(f"Google ADK on {backend}, best of {rounds}:")
+    for index, label in enumerate(what):
+        print(f"  {label}:")
+        for name, times in found.items():
+            ratio = times[index] / floor[index]
+            print(f"    {name.strip():32} {times[index] * 1000:9.1f} ms  {ratio:5.2f}x the floor")
 
 
 if __name__ == "__main__":

@@ -74,6 +74,12 @@ if TYPE_CHECKING:
     from memstore.store.plans import (
         StoreStats,
     )
+    from memstore.store.plans.retention import (
+        ExpiryDefaults,
+        PrunedBranches,
+        PrunedSession,
+        PruneReport,
+    )
     from memstore.store.readonly import (
         QueryResult,
     )
@@ -155,6 +161,12 @@ _EXPORTED_FROM: dict[str, tuple[str, ...]] = {
     "memstore.store.exports": ("ExportFormat", "ExportReport", "ExportedFile", "RefusedExport"),
     "memstore.store.names": ("include_object",),
     "memstore.store.plans": ("StoreStats",),
+    "memstore.store.plans.retention": (
+        "ExpiryDefaults",
+        "PruneReport",
+        "PrunedBranches",
+        "PrunedSession",
+    ),
     "memstore.store.readonly": ("QueryResult",),
     "memstore.store.search": ("SearchHit",),
     "memstore.store.transfer": ("ImportReport",),
@@ -244,6 +256,7 @@ __all__ = [
     "DatabaseError",
     "DatabaseTooNewError",
     "EventLoopError",
+    "ExpiryDefaults",
     "ExportFormat",
     "ExportReport",
     "ExportedFile",
@@ -269,6 +282,9 @@ __all__ = [
     "NodeConflictError",
     "OutputFileError",
     "PendingTool",
+    "PruneReport",
+    "PrunedBranches",
+    "PrunedSession",
     "QueryError",
     "QueryResult",
     "ReadOnlyStoreError",

@@ -19,6 +19,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar
 
@@ -249,6 +250,99 @@ def delete(
         for session in sessions:
             store.delete_session(session)
             out.print(f"deleted {escape(session)}", soft_wrap=True, highlight=False)
+
+
+_DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 7 * 86_400}
+
+
+def _duration(text: str | None, option: str) -> timedelta | None:
+    """A duration written as a whole number and a unit (`90d`, `12h`, `30m`, `45s`, `2w`).
+
+    Raises:
+        InvalidArgumentError: naming `option`, when `text` is no such duration.
+    """
+    if text is None:
+        return None
+    number, unit = text[:-1], text[-1:]
+    if unit not in _DURATION_UNITS or not number.isascii() or not number.isdigit():
+        raise InvalidArgumentError(
+            f"{option}: {text!r} is no duration: write a whole number and a unit, s, m, h, d "
+            "or w (90d, 12h)"
+        )
+    return timedelta(seconds=int(number) * _DURATION_UNITS[unit])
+
+
+@app.command("prune")
+@friendly_errors
+def prune(
+    ctx: typer.Context,
+    older_than: Annotated[
+        str | None,
+        typer.Option(help="Whole sessions last updated longer ago than this (90d, 12h, 2w)."),
+    ] = None,
+    tag: Annotated[str | None, typer.Option(help="Whole sessions with this tag.")] = None,
+    expired: Annotated[
+        bool, typer.Option("--expired", help="Whole sessions past their expiry.")
+    ] = False,
+    unreachable: Annotated[
+        bool,
+        typer.Option(
+            "--unreachable", help="The nodes no head reaches, in every session not deleted whole."
+        ),
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run/--yes", help="Only report (the default), or delete.")
+    ] = True,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Delete whole sessions, or the branches no head reaches; by default only say what would go.
+
+    The sessions matching every session filter given (`--older-than`, `--tag`, `--expired`) go
+    whole; `--unreachable` deletes the nodes no head reaches from every other session (each
+    head's ancestors stay). Each session and node is listed with the bytes of its stored turns;
+    `--yes` deletes exactly that, in one transaction. SQLite's file shrinks after `VACUUM`.
+    """
+    older = _duration(older_than, "--older-than")
+    with open_store(ctx, read_only=dry_run) as store:
+        report = store.prune(
+            older_than=older, tag=tag, expired=expired, unreachable=unreachable, dry_run=dry_run
+        )
+    if as_json:
+        emit_json(
+            {
+                "deleted": report.deleted,
+                "sessions": [json_record(session) for session in report.sessions],
+                "branches": [
+                    {**json_record(branch), "nodeIds": list(branch.node_ids)}
+                    for branch in report.branches
+                ],
+                "nodeCount": report.node_count,
+                "bytes": report.bytes,
+            }
+        )
+        return
+    verb = "deleted" if report.deleted else "would delete"
+    lines = [
+        f"{verb} session {escape(session.id)}: {_count(session.node_count, 'node', '0 nodes')}, "
+        f"{session.bytes:,} bytes"
+        for session in report.sessions
+    ]
+    lines += [
+        f"{verb} {_count(len(branch.node_ids), 'node', '0 nodes')} no head reaches in session "
+        f"{escape(branch.session_id)} ({branch.bytes:,} bytes): {' '.join(branch.node_ids)}"
+        for branch in report.branches
+    ]
+    total = (
+        f"{_count(len(report.sessions), 'session', '0 sessions')} and "
+        f"{_count(report.node_count, 'node', '0 nodes')}, {report.bytes:,} bytes of stored turns"
+    )
+    lines.append(
+        f"deleted {total}"
+        if report.deleted
+        else f"would delete {total}; nothing was deleted: pass --yes to delete"
+    )
+    for line in lines:
+        out.print(line, soft_wrap=True, highlight=False)
 
 
 @db_app.command("current")

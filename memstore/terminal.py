@@ -74,7 +74,7 @@ def render_tree(graph: SessionGraph, *, depth: int | None = None, fold: bool = T
         item = container.add("")
         entries.append((item, lines))
         if depth is not None and level >= depth and kids:
-            item.add(_hidden_branches(kids, children))
+            item.add(_hidden_branches(kids, children, graph.leaf))
             continue
         pending.extend((item, kid, level + 1) for kid in reversed(kids))
     ordered = sorted(node.id for node in graph.all())
@@ -119,16 +119,19 @@ def _folded(run: list[SessionNode], head: str | None) -> list[SessionNode | int]
 
 
 def _hidden_branches(
-    kids: list[SessionNode], children: dict[str | None, list[SessionNode]]
+    kids: list[SessionNode], children: dict[str | None, list[SessionNode]], head: str | None
 ) -> Text:
     """The line standing for the branches below a fork that `depth` leaves out."""
-    turns = 0
+    turns, holds_head = 0, False
     stack = list(kids)
     while stack:
         node = stack.pop()
         turns += 1
+        holds_head = holds_head or node.id == head
         stack.extend(children.get(node.id, []))
-    return Text(f"… {len(kids)} branches, {turns:,} turns below (raise --depth)", style="dim")
+    where = ", the head among them" if holds_head else ""
+    line = f"… {len(kids)} branches, {turns:,} turns below{where} (raise --depth)"
+    return Text(line, style="dim")
 
 
 SHOWN_BLOCKS = 1000

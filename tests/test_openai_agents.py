@@ -27,7 +27,7 @@ from agents.memory import (
 )
 from openai import AsyncOpenAI
 
-from memstore import CompactionPolicy, ModelCard, SessionStore
+from memstore import CompactionPolicy, MemstoreError, ModelCard, SessionStore
 from memstore.integrations._history import AnyStore
 from memstore.integrations.openai_agents import MemstoreSession, SessionCompaction
 from memstore.invokers import extractive
@@ -262,3 +262,49 @@ def test_each_session_object_sees_what_the_others_wrote(
         assert (await first.get_items())[0] == _message("a")
 
     with_store(body)
+
+
+def _said(role: str, text: str) -> Any:
+    return {"role": role, "content": text}
+
+
+def test_the_compaction_snapshot_replaces_a_suffix_as_a_new_branch(
+    with_store: Callable[[Body], None],
+) -> None:
+    """The SDK's private hook for `OpenAIResponsesCompactionSession`'s native path (pinned to
+    SNAPSHOT_TESTED_VERSIONS): a bounded read, and a compare-and-set suffix replacement."""
+    history = [_said("user" if n % 2 == 0 else "assistant", f"item {n}") for n in range(6)]
+
+    async def body(store: AnyStore) -> None:
+        session = MemstoreSession("c", store)
+        await session.add_items(history)
+        partial = await session._get_compaction_snapshot(3)
+        assert not partial.complete
+        assert partial.items == history[-len(partial.items) :]
+        assert len(partial.items) >= 3
+        whole = await session._get_compaction_snapshot(10)
+        assert (whole.complete, whole.items) == (True, history)
+        summary = _said("assistant", "a summary of items 4 and 5")
+        assert await partial.replace_suffix(len(partial.items) - 2, [summary])
+        assert await session.get_items() == [*history[:4], summary]
+        assert not await whole.replace_suffix(0, [summary])  # stale: the head moved since
+        assert await session.get_items() == [*history[:4], summary]
+        fresh = await session._get_compaction_snapshot(10)
+        assert await fresh.replace_suffix(0, [summary])  # the whole history: a new root
+        assert await session.get_items() == [summary]
+        nodes = (await maybe(store.load_session("c"))).all()
+        assert len(nodes) == len(history) + 2  # nothing deleted: the old items are branches
+
+    with_store(body)
+
+
+def test_the_compaction_snapshot_refuses_an_untested_sdk_version(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import agents
+
+    monkeypatch.setattr(agents, "__version__", "0.99.0")
+    with SessionStore(sqlite_url) as store:
+        session = MemstoreSession("c", store)
+        with pytest.raises(MemstoreError, match=r"openai-agents 0\.99\.0, which may have changed"):
+            asyncio.run(session._get_compaction_snapshot(3))

@@ -114,7 +114,14 @@ def test_depth_stops_at_a_fork_and_counts_what_it_leaves_out() -> None:
     shallow.print(render_tree(graph, depth=0))
     lines = shallow.export_text().splitlines()
     assert [line.split(": ")[1] for line in lines if ": " in line] == ["turn-0", "turn-1"]
-    assert "… 2 branches, 4 turns below (raise --depth)" in lines[-1]
+    assert "… 2 branches, 4 turns below, the head among them (raise --depth)" in lines[-1]
+    graph.branch_from(fork.id)
+    above = Console(width=100, record=True, color_system=None)
+    above.print(render_tree(graph, depth=0))  # the head at the fork: drawn, not among them
+    above_lines = above.export_text().splitlines()
+    assert "… 2 branches, 4 turns below (raise --depth)" in above_lines[-1]
+    assert "◀ head" in line_of(above_lines, "turn-1")
+    graph.append(say("alt-4"))  # keeps the head last for the drawings below
     assert any("alt-3" in line for line in drawn(graph))
     deep = Console(width=100, record=True, color_system=None)
     deep.print(render_tree(graph, depth=1))  # the branches hang one fork deep: all drawn

@@ -44,7 +44,7 @@ except ImportError as exc:
 from memstore.errors import HeadMovedError, SessionExistsError, UnknownSessionError
 from memstore.integrations import _history
 from memstore.integrations._history import AnyStore, Call, History
-from memstore.store.plans import UNSET, SessionInfo, Unset
+from memstore.store.plans import UNSET, SessionInfo, StoredMetadata, Unset
 from memstore.types import SessionNode, Turn
 
 __all__ = ["MemstoreSessionService", "event_to_turn", "memstore_session_id", "turn_to_event"]
@@ -270,7 +270,10 @@ def _append(
 ) -> History[list[SessionNode]]:
     expected: str | Unset | None = UNSET if marker is None else marker or None
     if marker is None:  # a session object this service did not read: compare update times
-        info = yield _call("session_info", ids.session)
+        found: dict[str, StoredMetadata] = yield _call("session_metadata", [ids.session])
+        if ids.session not in found:
+            raise UnknownSessionError(f"no session {ids.session!r}")
+        info = found[ids.session]
         stored = float(info.metadata.get("update_time", 0.0))
         last = session.events[-1].id if session.events else None
         head_event = yield from _head_event_id(ids.session)
@@ -306,31 +309,33 @@ def _head_event_id(session_id: str) -> History[str | None]:
 
 def _state(session_id: str) -> History[dict[str, Any]]:
     """The `state` object of a scope's session; {} when it has none."""
-    try:
-        info: SessionInfo = yield _call("session_info", session_id)
-    except UnknownSessionError:
-        return {}
-    state = info.metadata.get("state")
+    found: dict[str, StoredMetadata] = yield _call("session_metadata", [session_id])
+    return _state_of(found.get(session_id))
+
+
+def _state_of(stored: StoredMetadata | None) -> dict[str, Any]:
+    state = None if stored is None else stored.metadata.get("state")
     return dict(state) if isinstance(state, Mapping) else {}
 
 
 def _load(ids: _Ids, last: int | None, *, events: bool) -> History[Session | None]:
-    try:
-        info: SessionInfo = yield _call("session_info", ids.session)
-    except UnknownSessionError:
+    found: dict[str, StoredMetadata] = yield _call(
+        "session_metadata", [ids.session, ids.app, ids.user]
+    )
+    if ids.session not in found:
         return None
-    app_state = yield from _state(ids.app)
-    user_state = yield from _state(ids.user)
     nodes: list[SessionNode] = []
     if events:
         nodes = yield _call("load_path_nodes", ids.session, last=last)
         if last is not None:
             nodes = nodes[-last:]
-    found = _session(info, app_state, user_state)
-    found.events = [turn_to_event(node.turn, node.created_at) for node in nodes]
+    session = _session(
+        found[ids.session], _state_of(found.get(ids.app)), _state_of(found.get(ids.user))
+    )
+    session.events = [turn_to_event(node.turn, node.created_at) for node in nodes]
     if nodes:
-        found._storage_update_marker = nodes[-1].id
-    return found
+        session._storage_update_marker = nodes[-1].id
+    return session
 
 
 def _listed(app_name: str, user_id: str | None) -> History[list[Session]]:
@@ -355,7 +360,7 @@ def _listed(app_name: str, user_id: str | None) -> History[list[Session]]:
 
 
 def _session(
-    info: SessionInfo, app_state: Mapping[str, Any], user_state: Mapping[str, Any]
+    info: SessionInfo | StoredMetadata, app_state: Mapping[str, Any], user_state: Mapping[str, Any]
 ) -> Session:
     """An ADK session (without events) from its memstore session's metadata."""
     meta = info.metadata

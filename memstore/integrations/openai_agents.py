@@ -16,13 +16,15 @@ re-appending a stored node with `store.append_node(id, node)` makes it the head 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from memstore.errors import MissingExtraError
+from memstore.errors import HeadMovedError, MemstoreError, MissingExtraError
 
 try:
+    import agents
     from agents.memory import OpenAIResponsesCompactionArgs, SessionSettings
     from agents.memory.session_settings import coerce_session_settings, resolve_session_limit
 except ImportError as exc:
@@ -36,12 +38,23 @@ from memstore.integrations._history import AnyStore
 from memstore.store import SessionStore
 from memstore.store.compaction import CompactionResult
 from memstore.store.plans import now_ms
-from memstore.types import CompactionPolicy, ModelCard, ModelInvoker, validate_session_id
+from memstore.types import (
+    CompactionPolicy,
+    ModelCard,
+    ModelInvoker,
+    SessionNode,
+    Turn,
+    validate_session_id,
+)
 
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem
 
-__all__ = ["MemstoreSession", "SessionCompaction"]
+__all__ = ["SNAPSHOT_TESTED_VERSIONS", "MemstoreSession", "SessionCompaction"]
+
+SNAPSHOT_TESTED_VERSIONS = frozenset({"0.24.0"})
+"""The openai-agents versions whose private compaction-snapshot hook (`_get_compaction_snapshot`,
+`agents.memory.session._CompactionSnapshot`) `MemstoreSession` implements and was tested with."""
 
 
 @dataclass(frozen=True)
@@ -126,6 +139,36 @@ class MemstoreSession:
                 return
         await self._compact(settings)
 
+    async def _get_compaction_snapshot(
+        self, limit: int, *, prune_prefix: Callable[[Any], bool] | None = None
+    ) -> Any:
+        """The SDK's private hook (`OpenAIResponsesCompactionSession` calls it for its native
+        path): the newest `limit` items at least, whether they are the whole history, and a
+        compare-and-set replacement of a suffix of them, a new branch from the item before it.
+        Implemented for `SNAPSHOT_TESTED_VERSIONS` only: another version raises MemstoreError.
+        None (the SDK's slower path) for a prefix to prune, or a turn that is not one item."""
+        snapshot_type = _snapshot_type()
+        if prune_prefix is not None or limit <= 0:
+            return None
+        nodes, complete = await _history.arun(self.store, _snapshot_nodes(self.session_id, limit))
+        items = [RESPONSES.to_items(node.turn) for node in nodes]
+        if any(len(found) != 1 for found in items):
+            return None
+        head = nodes[-1].id if nodes else None
+
+        async def replace_suffix(start: int, output: list[Any]) -> bool:
+            if not 0 <= start < len(nodes) or not output:
+                return False
+            base = nodes[start - 1].id if start else nodes[0].parent
+            turns = RESPONSES.to_turns([_plain(item) for item in output])
+            try:
+                await _history.arun(self.store, _replaced(self.session_id, turns, head, base))
+            except HeadMovedError:
+                return False  # another writer appended since the snapshot: nothing written
+            return True
+
+        return snapshot_type([found[0] for found in items], complete, replace_suffix)
+
     async def _compact(self, settings: SessionCompaction) -> CompactionResult:
         if isinstance(self.store, SessionStore):
             return await asyncio.to_thread(
@@ -138,6 +181,45 @@ class MemstoreSession:
         return await self.store.compact_session(
             self.session_id, settings.model, settings.invoker, settings.policy
         )
+
+
+def _snapshot_type() -> Any:
+    """The SDK's `_CompactionSnapshot`, if this is a version the hook was tested with."""
+    version = getattr(agents, "__version__", "unknown")
+    snapshot_type: Any = None
+    try:
+        from agents.memory.session import _CompactionSnapshot
+    except ImportError:
+        pass
+    else:
+        snapshot_type = _CompactionSnapshot
+    fields = []
+    if dataclasses.is_dataclass(snapshot_type):
+        fields = [field.name for field in dataclasses.fields(snapshot_type)]
+    if version not in SNAPSHOT_TESTED_VERSIONS or fields != ["items", "complete", "replace_suffix"]:
+        raise MemstoreError(
+            f"MemstoreSession's compaction snapshot implements a private hook of openai-agents "
+            f"{', '.join(sorted(SNAPSHOT_TESTED_VERSIONS))}; this is openai-agents {version}, "
+            "which may have changed it: install a tested version, or upgrade memstore"
+        )
+    return snapshot_type
+
+
+def _snapshot_nodes(
+    session_id: str, limit: int
+) -> _history.History[tuple[list[SessionNode], bool]]:
+    """The newest `limit` nodes at least (after the last clear), and whether they are all."""
+    nodes: list[SessionNode] = yield "load_path_nodes", (session_id,), {"last": limit + 1}
+    if not nodes or nodes[0].parent is None:
+        return (nodes[1:] if nodes and _history.is_cleared(nodes[0].turn) else nodes), True
+    return nodes, False
+
+
+def _replaced(
+    session_id: str, turns: list[Turn], head: str | None, base: str | None
+) -> _history.History[None]:
+    """`turns` chained from `base` (None: a new root), if the head is still `head`."""
+    yield "append_many", (session_id, turns), {"expected_head": head, "parent": base}
 
 
 @dataclass(frozen=True)

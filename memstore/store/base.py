@@ -4,7 +4,7 @@ Each operation is one method: a program (see `operation`) that yields the plans 
 says nothing of how they run. The shells, `sync.SessionStore` and `aio.AsyncSessionStore`, carry
 the requests out; reading an operation through either gives the method a user calls, with this
 signature and docstring. To add an operation, write one method here (or in `exchange` for files
-in and out) and decorate it with `@operation`.
+in and out, `retention` for expiry and pruning) and decorate it with `@operation`.
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from sqlalchemy import Engine
 
 from memstore.graph import SessionGraph
 from memstore.store import compaction, importing, plans, search
-from memstore.store.exchange import Exchange
 from memstore.store.keyed import KeyedAppends
+from memstore.store.metadata import SessionMetadata
 from memstore.store.migrate import current_revision, downgrade, upgrade
 from memstore.store.node_ids import NodeIds
 from memstore.store.operation import Await, OnEngine, Program, operation
-from memstore.store.plans import UNSET, SessionInfo, StoreStats, Unset
+from memstore.store.plans import UNSET, Expiry, SessionInfo, StoreStats, Unset
 from memstore.store.readonly import (
     DEFAULT_MEMORY_MB,
     DEFAULT_QUERY_SECONDS,
@@ -29,6 +29,7 @@ from memstore.store.readonly import (
     QueryResult,
     run_read_only,
 )
+from memstore.store.retention import Retention
 from memstore.store.search import SearchHit
 from memstore.store.time_limits import DEFAULT_SEARCH_SECONDS
 from memstore.types import (
@@ -49,10 +50,10 @@ def _revision(engine: Engine) -> str | None:
         return current_revision(connection)
 
 
-class StoreBase(Exchange, KeyedAppends, NodeIds):
-    """Every store operation (the session DAGs here, files in and out in `Exchange`, keyed
-    appends in `KeyedAppends`, short node ids in `NodeIds`), without I/O; see the module
-    docstring."""
+class StoreBase(Retention, KeyedAppends, NodeIds, SessionMetadata):
+    """Every store operation (the session DAGs here, files in and out in `Exchange`, expiry
+    and pruning in `Retention`, keyed appends in `KeyedAppends`, short node ids in `NodeIds`,
+    sessions' metadata read and merged in `SessionMetadata`), without I/O; see the module."""
 
     @operation
     def clean_abandoned_imports(self, *, force: Collection[str] = ()) -> Program[list[str]]:
@@ -155,7 +156,7 @@ class StoreBase(Exchange, KeyedAppends, NodeIds):
         *,
         expected_head: str | Unset | None = UNSET,
         created_at: int | None = None,
-        parent: str | Unset = UNSET,
+        parent: str | Unset | None = UNSET,
     ) -> Program[list[SessionNode]]:
         """Append `turns` at the session's head as one chain, in one transaction: all or nothing.
 
@@ -175,8 +176,8 @@ class StoreBase(Exchange, KeyedAppends, NodeIds):
             expected_head: compare-and-set: append only if the head is still this id (None: the
                 session is empty).
             created_at: every new node's time, epoch ms.
-            parent: chain from this node instead of the head (a fork); the head still moves
-                to the new chain's end.
+            parent: chain from this node instead of the head (a fork; None: a new root); the
+                head still moves to the new chain's end.
 
         Raises:
             HeadMovedError: `expected_head` was given, the head is elsewhere, and the call is no
@@ -186,26 +187,6 @@ class StoreBase(Exchange, KeyedAppends, NodeIds):
         """
         plan = plans.append_turns(
             self.backend, session_id, turns, expected_head, created_at, parent
-        )
-        return (yield from self._write(plan, f"appending to session {session_id!r}"))
-
-    @operation
-    def append_merging_metadata(
-        self,
-        session_id: str,
-        turns: Sequence[TurnLike],
-        merges: plans.MetadataMerges,
-        *,
-        expected_head: str | Unset | None = UNSET,
-        exists: bool | None = None,
-    ) -> Program[list[SessionNode]]:
-        """Update sessions' metadata and append `turns` at `session_id`'s head, in one
-        transaction. `merges` maps a session id (created if missing) to metadata keys: a mapping
-        value is merged into the object at its key, any other replaces it. `expected_head` works
-        as in `append_many`; `exists` True or False requires `session_id` to exist
-        (UnknownSessionError) or not (SessionExistsError)."""
-        plan = plans.append_merging_metadata(
-            self.backend, session_id, list(turns), merges, expected_head, exists
         )
         return (yield from self._write(plan, f"appending to session {session_id!r}"))
 
@@ -277,10 +258,11 @@ class StoreBase(Exchange, KeyedAppends, NodeIds):
         title: str | Unset | None = UNSET,
         tags: Sequence[str] | Unset = UNSET,
         metadata: Mapping[str, Any] | Unset | None = UNSET,
+        expires_at: Expiry | Unset = UNSET,
     ) -> Program[None]:
-        """Set a session's title, tags (replacing them) or metadata object."""
+        """Set a session's title, tags (replacing them), metadata or expiry (`Expiry`)."""
         plan = plans.update_session(
-            self.backend, session_id, title=title, tags=tags, metadata=metadata
+            self.backend, session_id, title=title, tags=tags, metadata=metadata, expiry=expires_at
         )
         yield from self._write(plan, f"updating session {session_id!r}")
 

@@ -38,7 +38,7 @@ from sqlalchemy.exc import ArgumentError
 
 from memstore._package import install_hint
 from memstore.errors import InvalidArgumentError, StoreError, StoreNotReadyError
-from memstore.store import DEFAULT_URL
+from memstore.store import DEFAULT_URL, writer_turns
 from memstore.store.policy import Backend, backend_of
 
 __all__ = [
@@ -199,16 +199,29 @@ def configure_sqlite(engine: Engine, *, read_only: bool = False) -> None:
         cursor.execute(f"PRAGMA wal_autocheckpoint = {WAL_CHECKPOINT_PAGES}")
         cursor.close()
 
+    writers = None if read_only else writer_turns.lock_path(engine.url.database)
+
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Connection) -> None:
-        begin = "BEGIN IMMEDIATE" if connection.get_execution_options().get(WRITE) else "BEGIN"
+        write = connection.get_execution_options().get(WRITE)
+        begin = "BEGIN IMMEDIATE" if write else "BEGIN"
         if connection.dialect.is_async:  # aiosqlite's connection is awaited, through SQLAlchemy
             connection.exec_driver_sql(begin)
             return
+        if write:  # writers take turns (see writer_turns)
+            writer_turns.take(connection.connection.info, writers)
         # On the driver's connection: SQLAlchemy's statement path (events, logging, a result
         # object) cost more than SQLite's BEGIN itself, once per transaction.
         driver: Any = connection.connection.driver_connection
         driver.execute(begin)
+
+    @event.listens_for(engine, "checkin")
+    def _on_checkin(_dbapi_connection: Any, record: Any) -> None:
+        writer_turns.release(record.info)
+
+    @event.listens_for(engine, "close")
+    def _on_close(_dbapi_connection: Any, record: Any) -> None:
+        writer_turns.forget(record.info)
 
 
 def configure_postgresql(

@@ -34,6 +34,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine
 
+from memstore.store import writer_turns
 from memstore.store.engine import BUSY_TIMEOUT_SECONDS, WAL_CHECKPOINT_PAGES, WRITE
 from memstore.store.errors import translate_database_errors
 from memstore.store.plans import Boundary, Plan, Step
@@ -56,6 +57,8 @@ _BUSY = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 def _would_wait(error: BaseException) -> bool:
     """SQLite answered "database is locked" (busy timeout 0): the statement did nothing."""
     cause = getattr(error, "orig", error)
+    if isinstance(cause, BlockingIOError):  # another writer's turn (see writer_turns)
+        return True
     code = getattr(cause, "sqlite_errorcode", None)
     return isinstance(cause, sqlite3.OperationalError) and code is not None and code & 0xFF in _BUSY
 
@@ -128,6 +131,7 @@ class LoopConnection:
     def _open(self) -> Connection:
         if self._connection is None:
             self._connection = self.engine.connect()
+            self._connection.connection.info[writer_turns.NO_WAIT] = True
             self._driver().execute("PRAGMA wal_autocheckpoint = 0")
             self._driver().execute("PRAGMA busy_timeout = 0")
         return self._connection
@@ -143,7 +147,7 @@ class LoopConnection:
             try:
                 connection.begin()
             except BaseException as error:
-                connection.rollback()
+                self._end(connection.rollback)
                 if not _would_wait(error):
                     raise
                 return await asyncio.to_thread(self._run_pooled, plan, write, action)
@@ -161,12 +165,12 @@ class LoopConnection:
                     if time.perf_counter() - started > LOOP_BUDGET_SECONDS:
                         break
             except StopIteration as done:
-                connection.commit()
+                self._end(connection.commit)
                 if write:
                     self._committed()
                 return done.value  # type: ignore[no-any-return]
             except BaseException:
-                connection.rollback()
+                self._end(connection.rollback)
                 raise
         self._in_thread = True
         return await _in_a_thread(lambda: self._finish(_resumed(plan, step), action))
@@ -176,19 +180,30 @@ class LoopConnection:
         connection = self._connection
         assert connection is not None
         driver = self._driver()
+        info = connection.connection.info
         try:
             with translate_database_errors(action):
                 driver.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
+                info[writer_turns.NO_WAIT] = False  # an import's next chunk waits its turn
                 try:
                     result = drive(plan, connection)
-                    connection.commit()
+                    self._end(connection.commit)
                     return result
                 except BaseException:
-                    connection.rollback()
+                    self._end(connection.rollback)
                     raise
         finally:
+            info[writer_turns.NO_WAIT] = True
             driver.execute("PRAGMA busy_timeout = 0")
             self._in_thread = False
+
+    def _end(self, end: Callable[[], None]) -> None:
+        """Commit or roll back, then let the next writer in (see `writer_turns`)."""
+        assert self._connection is not None
+        try:
+            end()
+        finally:
+            writer_turns.release(self._connection.connection.info)
 
     def _run_pooled(self, plan: Plan[T], write: bool, action: str) -> T:
         """In a thread, a transaction on a connection of the engine's pool (as `SessionStore`)."""

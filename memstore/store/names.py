@@ -26,7 +26,16 @@ LEGACY_VERSION_TABLE = "alembic_version"
 """Where memstore kept its revision before it had a table of its own (moved on upgrade)."""
 
 TABLES = frozenset(
-    {"sessions", "session_tags", "nodes", "node_blocks", "records", "node_usage", "node_keys"}
+    {
+        "sessions",
+        "session_tags",
+        "nodes",
+        "node_blocks",
+        "records",
+        "node_usage",
+        "node_keys",
+        "expiry_defaults",
+    }
 )
 """memstore's tables (`memstore.store.tables` models them; a test checks the two agree)."""
 

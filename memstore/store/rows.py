@@ -31,7 +31,7 @@ UNSPACED = (
     "\U00020000-\U0003134f"
 )
 _UNSPACED_CHAR = re.compile(f"([{UNSPACED}])")
-_UNSPACED_WORD = re.compile(f"\\S*[{UNSPACED}]\\S*")
+_HAS_UNSPACED = re.compile(f"[{UNSPACED}]")
 
 
 def storable(text: str) -> str:
@@ -61,7 +61,8 @@ def search_chars(text: str) -> str:
     anywhere inside a word. Empty for text without such characters (most text)."""
     if text.isascii():
         return ""
-    words = " ".join(_UNSPACED_WORD.findall(text))
+    # not a regular expression of `\S*[...]\S*`: it backtracked quadratically on a long word
+    words = " ".join(word for word in text.split() if _HAS_UNSPACED.search(word))
     return " ".join(_UNSPACED_CHAR.sub(r" \1 ", words).split())
 
 
@@ -82,6 +83,7 @@ def stored_rows(
     and its `node_blocks` rows: a list, or for a turn of more than ROWS_AT_ONCE blocks an
     iterator that builds the rest as they are read (to insert in bounded batches)."""
     text, blocks = _derive(session_id, node_id, turn)
+    chars = search_chars(text)
     row = {
         "session_id": session_id,
         "id": node_id,
@@ -90,7 +92,10 @@ def stored_rows(
         "created_at": created_at,
         "turn_json": turn_json,
         "search_text": text,
-        "search_chars": search_chars(text),
+        "search_chars": chars,
+        # PostgreSQL's search vectors (`tables.SearchVector` folds them as they are bound)
+        "search_vector": text,
+        "search_chars_vector": chars,
     }
     return row, blocks
 

@@ -6,21 +6,23 @@ view, over which the FTS5 table is external-content (the store fills it, trigger
 delete and update); a write of a few nodes lists them in `nodes_fts_backlog` instead, which the
 write that fills it indexes at once (`plans.SEARCH_BACKLOG`), a store that can write indexes
 before it searches, and a read-only one matches in memory, with FTS5 itself. PostgreSQL stores
-the text in `nodes.search_text`, under an expression GIN index, current with every write.
+the text in `nodes.search_text` and its tsvector in `nodes.search_vector` (folded in Python as it
+is written, `tables.SearchVector`), under a GIN index, current with every write; the search
+matches and ranks the stored vectors, folding nothing per row.
 
 A query word holding characters of a script written without spaces (Chinese, Japanese, Thai, ...)
 is searched for inside words instead: `search_chars` makes each such character a word of its
 own, and the query word becomes a phrase of them, found with a second index of the same kind.
 
-PostgreSQL cannot build a tsvector of more than 1 MiB, so its indexes hold the first
+PostgreSQL cannot build a tsvector of more than 1 MiB, so its vectors hold the first
 `PG_INDEXED_CHARS` characters of each column (at most 4 bytes each: it always fits). A turn whose
 search text (or `search_chars`) is longer is still found by the rest of its text: when every word
 of the query appears in its search text, ignoring case, as a substring (a partial index lists
 these turns, so the check reads only them). SQLite's FTS5 has no such limit and indexes it all.
 
 Both read words of letters and digits, case and accents aside (`memstore.store.folding`): FTS5
-does so itself; PostgreSQL's indexes hold text folded by `memstore_search_fold` (accents off,
-punctuation as spaces, so that its parser sees FTS5's words), its queries folded in Python.
+does so itself; PostgreSQL's vectors hold text folded in Python as `memstore_search_fold` folds
+(accents off, punctuation as spaces, so that its parser sees FTS5's words), its queries too.
 PostgreSQL's snippets are made here (`text_snippet`, which ignores accents too): `ts_headline`
 would not see `naive` in `naïve`.
 """
@@ -57,6 +59,8 @@ from memstore.store.plans import NATIVE_AGENT, Plan, agent_of
 from memstore.store.rows import UNSPACED, derived_text, search_chars, storable
 from memstore.store.snippets import SNIPPET_CLOSE, SNIPPET_OPEN, text_snippet
 from memstore.store.tables import (
+    PG_INDEXED_CHARS,
+    TS_CONFIG,
     node_search,
     nodes,
     nodes_fts,
@@ -70,10 +74,6 @@ from memstore.types import is_storable_text
 
 __all__ = ["SearchHit", "fts5_query", "search", "text_snippet"]
 
-TS_CONFIG = "simple"  # no stemming, like FTS5's unicode61: the same matches on both backends
-PG_INDEXED_CHARS = 250_000
-"""How much of a column PostgreSQL's search indexes hold: 4 bytes a character stays under the
-1 MiB a tsvector can hold (migration 0017 builds the indexes with this number)."""
 _HAS_UNSPACED = re.compile(f"[{UNSPACED}]")
 _TOKEN = re.compile(r"[^\W_]+")  # a run of letters and digits: a word of FTS5's unicode61
 MAX_QUERY_WORDS = 64
@@ -173,13 +173,6 @@ def _sqlite_phrase_matches(
     return statement.add_columns(rank.label("rank"))
 
 
-def _pg_indexed(column: ColumnElement[str]) -> ColumnElement[Any]:
-    """The tsvector PostgreSQL's index holds for `column`: of its first PG_INDEXED_CHARS,
-    folded (migration 0020)."""
-    indexed = func.left(column, literal_column(str(PG_INDEXED_CHARS)))
-    return func.to_tsvector(TS_CONFIG, getattr(func, SQL_FOLD)(indexed))
-
-
 def _pg_oversized(*, chars: bool) -> ColumnElement[bool]:
     """Turns whose search text (or with `chars`, either column) is longer than the index holds:
     each implies the predicate of the partial index that lists such turns."""
@@ -189,7 +182,8 @@ def _pg_oversized(*, chars: bool) -> ColumnElement[bool]:
 
 
 def _pg_oversized_matches(words: list[str], *, chars: bool) -> Select[Any]:
-    """The turns longer than the index holds whose search text holds every word (any case,
+    """The turns longer than the index holds (rare: a partial index lists them, and only their
+    text is folded in SQL here) whose search text holds every word (any case,
     any accents)."""
     folded = func.lower(getattr(func, SQL_FOLD)(nodes.c.search_text))
     holds = [func.strpos(folded, func.lower(literal(sql_fold(word)))) > 0 for word in words]
@@ -204,12 +198,12 @@ def _postgres_phrase_matches(
     tsquery: ColumnElement[Any] = phrases[0]
     for phrase in phrases[1:]:
         tsquery = tsquery.op("&&")(phrase)
-    vector = _pg_indexed(nodes.c.search_chars)
+    vector = nodes.c.search_chars_vector  # NULL for turns without such characters
     rank: ColumnElement[Any] = func.ts_rank(vector, tsquery)
-    statement = select(nodes.c.pk).where(nodes.c.search_chars != "", vector.op("@@")(tsquery))
+    statement = select(nodes.c.pk).where(vector.is_not(None), vector.op("@@")(tsquery))
     if words:
         word_query = _pg_words_query(words)
-        word_vector = _pg_indexed(nodes.c.search_text)
+        word_vector = nodes.c.search_vector
         statement = statement.where(word_vector.op("@@")(word_query))
         rank = rank + func.ts_rank(word_vector, word_query)
     oversized = _pg_oversized_matches(words + unspaced, chars=True)
@@ -287,7 +281,7 @@ def _postgres_search(words: list[str], session_id: str | None, limit: int) -> Se
     """The best matches of a query of spaced words, with (the indexed part of) their search
     text, for the snippet made in Python."""
     tsquery = _pg_words_query(words)
-    vector = _pg_indexed(nodes.c.search_text)
+    vector = nodes.c.search_vector
     indexed = select(nodes.c.pk).where(vector.op("@@")(tsquery))
     oversized = _pg_oversized_matches(words, chars=False).with_only_columns(nodes.c.pk)
     matches = select(nodes.c.pk, func.ts_rank(vector, tsquery).label("rank")).where(

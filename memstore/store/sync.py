@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from sqlalchemy import Connection, Engine
 from sqlalchemy.engine import URL
 
+from memstore.store import writer_turns
 from memstore.store.base import StoreBase
 from memstore.store.engine import DEFAULT_URL, LOCK_GAP_SECONDS, SCHEMA, WRITE, store_engine
 from memstore.store.errors import translate_database_errors
@@ -69,6 +70,7 @@ def drive(plan: Plan[T], connection: Connection) -> T:
             try:
                 if isinstance(step, Boundary):
                     (connection.commit if step is COMMIT else connection.rollback)()
+                    writer_turns.release(connection.connection.info)  # others' turn
                     released, result = time.monotonic(), None
                 else:
                     if released is not None:

@@ -5,6 +5,9 @@ Alembic revisions in `migrations/` create and evolve these tables; a test checks
 - `sessions`: one row per session, with its head (live leaf) and user metadata. `importing`
   (SQLite, migration 0018) names the process importing a new session in committed chunks: until
   it is cleared, every read treats the session as absent (see `memstore.store.importing`).
+  `expires_at` (migration 0023) is the epoch ms after which `prune(expired=True)` deletes it.
+- `expiry_defaults` (migration 0023): how long after its last update a session without an
+  `expires_at` expires: one row for the store (`scope` 'store', `tag` ''), one per tag.
 - `session_tags`: the tags of a session, one row each (so filtering is a plain join).
 - `nodes`: the content-addressed turns. A turn is stored as its exact JSON text; role and time
   get their own columns for queries. A node's parent must be a node of the same session.
@@ -30,8 +33,11 @@ Alembic revisions in `migrations/` create and evolve these tables; a test checks
   `node_search` read them out of `nodes.turn_json` instead, so the same queries work on both.
 - `nodes_fts_chars` (SQLite only, made by migration 0012, not modelled here): a contentless FTS5
   index of `nodes.search_chars` (the characters of scripts written without spaces, one word each),
-  for rows where it is not empty; filled and kept the same way. PostgreSQL indexes both columns
-  with GIN expression indexes (`ix_nodes_search`, `ix_nodes_search_chars`).
+  for rows where it is not empty; filled and kept the same way.
+- PostgreSQL's search vectors (`POSTGRESQL_ONLY`, migration 0022): `nodes.search_vector` and
+  `nodes.search_chars_vector`, the tsvectors of the two texts (their first `PG_INDEXED_CHARS`
+  characters), folded in Python as they are written (`SearchVector`), under plain GIN indexes
+  (`ix_nodes_search`, `ix_nodes_search_chars`, not modelled here). NULL for an empty text.
 - `nodes_fts_backlog` (SQLite only, made by migration 0019, not modelled here): the keys of nodes
   that writes of a few nodes added without indexing them in `nodes_fts`; the write that fills it
   to `plans.SEARCH_BACKLOG` indexes them all (one FTS5 segment instead of one per commit), and a
@@ -59,17 +65,26 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     column,
+    func,
     literal_column,
     select,
     table,
     text,
 )
-from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.dialects.postgresql import JSONB, TSVECTOR
+from sqlalchemy.engine import Dialect
+from sqlalchemy.types import TypeDecorator
+
+from memstore.store.folding import sql_fold
 
 __all__ = [
     "IN_STORED_ORDER",
     "NOT_IMPORTING",
+    "PG_INDEXED_CHARS",
     "POSTGRESQL_ONLY",
+    "TS_CONFIG",
+    "SearchVector",
+    "expiry_defaults",
     "metadata",
     "node_blocks",
     "node_keys",
@@ -104,6 +119,29 @@ POSTGRESQL_ONLY = {"dialects": ("postgresql",)}
 """A column's `info` for a copy PostgreSQL stores and SQLite derives in a view (migration 0016)."""
 
 
+TS_CONFIG = "simple"  # no stemming, like FTS5's unicode61: the same matches on both backends
+PG_INDEXED_CHARS = 250_000
+"""How much of a text PostgreSQL's search vectors hold: 4 bytes a character stays under the
+1 MiB a tsvector can hold (migration 0017 chose the number; 0022 fills the vectors with it)."""
+
+
+class SearchVector(TypeDecorator[str]):
+    """A PostgreSQL tsvector written from a text: the store binds the text, which is folded in
+    Python (`folding.sql_fold` of its first `PG_INDEXED_CHARS` characters) and made a vector by
+    `to_tsvector` in the INSERT, so that no SQL folding runs per row (migration 0022). An empty
+    text is NULL (matches nothing, takes no room)."""
+
+    impl = TSVECTOR
+    cache_ok = True
+
+    def process_bind_param(self, value: str | None, dialect: Dialect) -> str | None:
+        del dialect
+        return sql_fold(value[:PG_INDEXED_CHARS]) if value else None
+
+    def bind_expression(self, bindvalue: Any) -> Any:
+        return func.to_tsvector(literal_column(f"'{TS_CONFIG}'"), bindvalue)
+
+
 def stored_on(column: Column[Any], dialect: str) -> bool:
     """Whether a database of `dialect` has `column` (see `POSTGRESQL_ONLY`)."""
     dialects = column.info.get("dialects")
@@ -125,7 +163,19 @@ sessions = Table(
     Column("title", Text, nullable=True),
     Column("meta", JsonObject, nullable=True),
     Column("importing", Text, nullable=True),
+    Column("expires_at", BigInteger, nullable=True),
     Index(None, "importing", **_where("importing IS NOT NULL")),
+    Index(None, "expires_at", **_where("expires_at IS NOT NULL")),
+)
+
+expiry_defaults = Table(
+    "expiry_defaults",
+    metadata,
+    Column("scope", String(8), primary_key=True),
+    Column("tag", Id, primary_key=True),
+    Column("after_ms", BigInteger, nullable=False),
+    CheckConstraint("scope IN ('store', 'tag')", name="known_scope"),
+    CheckConstraint("after_ms >= 0", name="not_negative"),
 )
 
 session_tags = Table(
@@ -149,6 +199,8 @@ nodes = Table(
     Column("turn_json", Text, nullable=False),
     Column("search_text", Text, nullable=False, server_default="", info=POSTGRESQL_ONLY),
     Column("search_chars", Text, nullable=False, server_default=""),
+    Column("search_vector", SearchVector, nullable=True, info=POSTGRESQL_ONLY),
+    Column("search_chars_vector", SearchVector, nullable=True, info=POSTGRESQL_ONLY),
     UniqueConstraint("session_id", "id"),
     ForeignKeyConstraint(
         ["session_id", "parent_id"], ["nodes.session_id", "nodes.id"], ondelete="CASCADE"

@@ -8,10 +8,11 @@ one's result, driven by `SessionStore` on a `Connection` and by `AsyncSessionSto
 - `nodes`: node rows decoded, the node ids the store can hold, lookups by id, a session's nodes;
 - `sessions`: `SessionInfo`, listing and filtering sessions, their title, tags and metadata;
 - `appends`: appending turns and nodes, inserting rows, forking a path into a new session;
-- `metadata`: merging into sessions' metadata objects while appending, in one transaction;
+- `metadata`: reading sessions' metadata, merging into it while appending (one transaction);
 - `search_index`: writing SQLite's full-text index and its backlog;
 - `paths`: reading the path from the root to a leaf, or its newest turns;
-- `stats`: totals over the whole store.
+- `stats`: totals over the whole store;
+- `retention`: when sessions expire, and pruning sessions and branches no head reaches.
 
 This package re-exports what the rest of memstore uses, so that callers name `plans.X`.
 """
@@ -41,7 +42,12 @@ from memstore.store.plans.contract import (
     as_call,
     now_ms,
 )
-from memstore.store.plans.metadata import MetadataMerges, append_merging_metadata
+from memstore.store.plans.metadata import (
+    MetadataMerges,
+    StoredMetadata,
+    append_merging_metadata,
+    read_metadata,
+)
 from memstore.store.plans.nodes import (
     MAX_NODE_ID,
     head,
@@ -57,6 +63,15 @@ from memstore.store.plans.nodes import (
     stored_ids,
 )
 from memstore.store.plans.paths import load_path, load_path_nodes
+from memstore.store.plans.retention import (
+    Expiry,
+    ExpiryDefaults,
+    PruneFilters,
+    PruneReport,
+    expiry_defaults_of,
+    prune,
+    set_expiry_default,
+)
 from memstore.store.plans.search_index import (
     LONG_TEXT,
     SEARCH_BACKLOG,
@@ -87,12 +102,17 @@ __all__ = [
     "SEARCH_BACKLOG",
     "UNSET",
     "Boundary",
+    "Expiry",
+    "ExpiryDefaults",
     "MetadataMerges",
     "Plan",
+    "PruneFilters",
+    "PruneReport",
     "SessionInfo",
     "Step",
     "StepResult",
     "StoreStats",
+    "StoredMetadata",
     "Unset",
     "agent_of",
     "append_merging_metadata",
@@ -104,6 +124,7 @@ __all__ = [
     "chain_nodes",
     "delete_session",
     "ensure_session",
+    "expiry_defaults_of",
     "fork_session",
     "head",
     "index_backlog",
@@ -121,9 +142,12 @@ __all__ = [
     "node_rows",
     "nodes_from_rows",
     "now_ms",
+    "prune",
+    "read_metadata",
     "refuse_bad_node_ids",
     "resolve_node_id",
     "session_info",
+    "set_expiry_default",
     "store_stats",
     "stored_ids",
     "update_session",

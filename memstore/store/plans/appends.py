@@ -113,7 +113,7 @@ def append_turns(
     turns: Iterable[TurnLike],
     expected_head: str | Unset | None = UNSET,
     created_at: int | None = None,
-    parent: str | Unset = UNSET,
+    parent: str | Unset | None = UNSET,
 ) -> Plan[list[SessionNode]]:
     """Chain `turns` onto the head as it is inside this transaction (or onto `parent`: a fork)
     and move the head to the last, writing one `append` record per turn (what appending them
@@ -140,7 +140,7 @@ def _append_turns(
     turns: Sequence[Turn],
     expected_head: str | Unset | None,
     created_at: int | None,
-    parent: str | Unset,
+    parent: str | Unset | None,
 ) -> Plan[list[SessionNode]]:
     if not turns:
         return []

@@ -4,6 +4,7 @@ that keeps state beside its history (app, user and session state) writes with ea
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, cast
 
 from sqlalchemy import select, update
@@ -13,12 +14,32 @@ from memstore.store.plans.appends import append_turns
 from memstore.store.plans.contract import UNSET, Plan, Unset, now_ms
 from memstore.store.plans.sessions import ensure_session, refuse_taken_id
 from memstore.store.policy import Backend
-from memstore.store.tables import sessions
+from memstore.store.tables import NOT_IMPORTING, sessions
 from memstore.types import SessionNode, TurnLike, validate_session_id
 
 MetadataMerges = Mapping[str, Mapping[str, Any]]
 """Session id -> metadata key -> a value for that key: a mapping is merged into the object at the
 key (its items set, the others kept), any other value replaces the key's."""
+
+
+@dataclass(frozen=True)
+class StoredMetadata:
+    """A session's head, metadata object and last update (epoch ms)."""
+
+    head: str | None
+    metadata: Mapping[str, Any]
+    updated_at: int
+
+
+def read_metadata(session_ids: Sequence[str]) -> Plan[dict[str, StoredMetadata]]:
+    """The `StoredMetadata` of each of the sessions that exists, by id."""
+    for session_id in session_ids:
+        validate_session_id(session_id)
+    if not session_ids:
+        return {}
+    query = select(sessions.c.id, sessions.c.head, sessions.c.meta, sessions.c.updated_at)
+    rows = yield query.where(sessions.c.id.in_(list(session_ids)), NOT_IMPORTING)
+    return {row.id: StoredMetadata(row.head, row.meta or {}, row.updated_at) for row in rows}
 
 
 def append_merging_metadata(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, cast
 
 from sqlalchemy import (
@@ -30,6 +31,7 @@ from memstore.errors import InvalidArgumentError, SessionExistsError, UnknownSes
 from memstore.store.owners import refuse_if_importing
 from memstore.store.plans.contract import UNSET, Plan, Unset, now_ms
 from memstore.store.plans.nodes import lookup_id
+from memstore.store.plans.retention import epoch_ms
 from memstore.store.policy import BACKENDS, Backend
 from memstore.store.prepared import Prepared
 from memstore.store.tables import NOT_IMPORTING, nodes, session_tags, sessions
@@ -72,6 +74,8 @@ class SessionInfo:
     title: str | None = None
     tags: tuple[str, ...] = ()
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    expires_at: int | None = None
+    """Its own expiry time (epoch ms; None: its tags' or the store's default, if any)."""
 
     @property
     def agent(self) -> str:
@@ -241,6 +245,7 @@ def list_sessions(
             title=row.title,
             tags=tuple(tags.get(row.id, ())),
             metadata=row.meta or {},
+            expires_at=row.expires_at,
         )
         for row in rows
     ]
@@ -294,11 +299,13 @@ def update_session(
     title: str | Unset | None = UNSET,
     tags: Sequence[str] | Unset = UNSET,
     metadata: Mapping[str, Any] | Unset | None = UNSET,
+    expiry: int | datetime | Unset | None = UNSET,
 ) -> Plan[None]:
-    """Set a session's title, tags or metadata (creating an empty session if needed).
+    """Set a session's title, tags, metadata or expiry (creating an empty session if needed).
 
     Raises:
-        InvalidArgumentError: a value the backend cannot store (PostgreSQL: a NUL character).
+        InvalidArgumentError: a value the backend cannot store (PostgreSQL: a NUL character);
+            an expiry that is no epoch ms >= 0 or aware datetime.
     """
     validate_session_id(session_id)
     if not backend.text_holds_nul:
@@ -309,6 +316,8 @@ def update_session(
         values["title"] = title
     if not isinstance(metadata, Unset):
         values["meta"] = dict(metadata) if metadata is not None else None
+    if not isinstance(expiry, Unset):
+        values["expires_at"] = epoch_ms(expiry)
     if values:
         yield update(sessions).where(sessions.c.id == session_id).values(**values)
     if not isinstance(tags, Unset):

@@ -1,0 +1,73 @@
+"""Retention: the store operations that say when sessions expire and prune what a filter
+selects (see `StoreBase`; the plans are `plans.retention`)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from memstore.store import plans
+from memstore.store.exchange import Exchange
+from memstore.store.operation import Program, operation
+from memstore.store.plans.retention import ExpiryDefaults, PruneReport, duration_ms
+
+__all__ = ["Retention"]
+
+
+class Retention(Exchange):
+    """Expiry defaults and pruning, as operations of both stores."""
+
+    @operation
+    def set_expiry_default(
+        self, after: timedelta | None, *, tag: str | None = None
+    ) -> Program[None]:
+        """Expire sessions without an `expires_at` this long after their last update: those
+        with `tag` (with several such tags, the longest wins), else the store's (None: never)."""
+        plan = plans.set_expiry_default(None if after is None else duration_ms(after, "after"), tag)
+        yield from self._write(plan, "setting an expiry default")
+
+    @operation
+    def expiry_defaults(self) -> Program[ExpiryDefaults]:
+        """The store's default expiry and each tag's, in ms (`set_expiry_default`)."""
+        return (yield from self._read(plans.expiry_defaults_of(), "reading expiry defaults"))
+
+    @operation
+    def prune(
+        self,
+        *,
+        older_than: timedelta | None = None,
+        tag: str | None = None,
+        expired: bool = False,
+        unreachable: bool = False,
+        dry_run: bool = True,
+        now: int | None = None,
+    ) -> Program[PruneReport]:
+        """Delete whole sessions, or the branches no head reaches; by default only report them.
+
+        The sessions that match every session filter given (`older_than`, `tag`, `expired`) go
+        whole; with `unreachable`, every other session loses the nodes its head does not reach
+        (its head's ancestors all stay). The report names each session and node, and the bytes
+        of stored turns and lines; a run that deletes deletes exactly what it reports.
+
+        Args:
+            older_than: sessions last updated longer ago than this.
+            tag: sessions with this tag.
+            expired: sessions past their `expires_at`, else their tags' or the store's default.
+            unreachable: nodes no head reaches, in every session not deleted whole.
+            dry_run: only report (the default); False deletes, in one transaction.
+            now: the time to judge by, epoch ms (default: now).
+
+        Raises:
+            InvalidArgumentError: no filter was given, or a negative or non-timedelta duration.
+        """
+        filters = plans.PruneFilters(
+            None if older_than is None else duration_ms(older_than, "older_than"),
+            tag,
+            expired,
+            unreachable,
+        )
+        plan = plans.prune(
+            self.dialect, filters, plans.now_ms() if now is None else now, delete_=not dry_run
+        )
+        if dry_run:
+            return (yield from self._read(plan, "pruning (a dry run)"))
+        return (yield from self._write(plan, "pruning"))

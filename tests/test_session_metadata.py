@@ -1,0 +1,54 @@
+"""`append_merging_metadata` and `session_metadata` (store/metadata.py): merges into several
+sessions' metadata with an append, all or nothing, on both stores and backends."""
+
+from __future__ import annotations
+
+import pytest
+
+from memstore import SessionStore
+from memstore.errors import (
+    HeadMovedError,
+    InvalidArgumentError,
+    InvalidTurnError,
+    SessionExistsError,
+    UnknownSessionError,
+)
+
+HELLO = {"role": "user", "blocks": [{"kind": "text", "text": "hello"}]}
+
+
+def test_merges_set_mapping_items_replace_other_values_and_create_sessions(
+    store: SessionStore,
+) -> None:
+    store.update_session("a", metadata={"state": {"x": 1, "y": 2}, "n": 1, "keep": True})
+    nodes = store.append_merging_metadata(
+        "a", [HELLO], {"a": {"state": {"y": 3, "z": None}, "n": 2}, "b": {"state": {"k": "v"}}}
+    )
+    assert [node.turn.to_json() for node in nodes] == [HELLO]
+    found = store.session_metadata(["a", "b", "missing"])
+    assert set(found) == {"a", "b"}
+    assert found["a"].metadata == {"state": {"x": 1, "y": 3, "z": None}, "n": 2, "keep": True}
+    assert found["a"].head == nodes[0].id
+    assert found["b"].metadata == {"state": {"k": "v"}}
+    assert found["b"].head is None
+    assert store.session_metadata([]) == {}
+
+
+def test_a_refused_call_writes_nothing(store: SessionStore) -> None:
+    head = store.append("a", HELLO).id
+    merges = {"a": {"state": {"x": 1}}, "b": {"state": {"y": 1}}}
+    with pytest.raises(HeadMovedError):
+        store.append_merging_metadata("a", [HELLO], merges, expected_head="0" * 64)
+    with pytest.raises(InvalidTurnError):
+        store.append_merging_metadata("a", [{"role": "robot", "blocks": []}], merges)
+    with pytest.raises(SessionExistsError):
+        store.append_merging_metadata("a", [], merges, exists=False)
+    with pytest.raises(UnknownSessionError):
+        store.append_merging_metadata("c", [], {"c": {"state": {}}}, exists=True)
+    with pytest.raises(InvalidArgumentError, match="session 'b'"):
+        store.append_merging_metadata("a", [], {"b": {1: 2}})  # type: ignore[dict-item]
+    assert store.session_metadata(["a", "b", "c"]).keys() == {"a"}
+    assert store.session_metadata(["a"])["a"].metadata == {}
+    assert store.head("a") == head
+    store.append_merging_metadata("a", [HELLO], merges, expected_head=head, exists=True)
+    assert store.session_metadata(["b"])["b"].metadata == {"state": {"y": 1}}
