@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Table
+from sqlalchemy import ColumnElement, LargeBinary, Table, cast, func
 from sqlalchemy.dialects import postgresql, sqlite
 
 from memstore.errors import InvalidArgumentError
@@ -21,9 +21,10 @@ from memstore.errors import InvalidArgumentError
 __all__ = ["BACKENDS", "POSTGRESQL", "SQLITE", "Backend", "backend_of"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Backend:
-    """A database's policies and traits, as memstore sees them."""
+    """A database's policies and traits, as memstore sees them. There is one of each
+    (`BACKENDS`), compared and hashed by identity: plans key their statements by it."""
 
     name: str
     """SQLAlchemy's dialect name (what a URL's scheme names)."""
@@ -33,6 +34,8 @@ class Backend:
     """The package extra that installs the drivers memstore needs beyond the standard library."""
     insert: Callable[[Table], Any]
     """The dialect's INSERT, which can be an upsert (`on_conflict_do_update`/`_nothing`)."""
+    byte_length: Callable[[Any], ColumnElement[int]]
+    """The SQL for a text's UTF-8 length in bytes."""
     one_file: bool
     """The database is a file memstore opens itself (SQLite): never in memory, a busy timeout,
     a read-only opener, the `sql` reader's own connection, files an import may leave."""
@@ -80,12 +83,21 @@ class Backend:
         return f"Backend({self.name!r})"
 
 
+def _blob_length(text: Any) -> ColumnElement[int]:
+    return func.length(cast(text, LargeBinary))
+
+
+def _octet_length(text: Any) -> ColumnElement[int]:
+    return func.octet_length(text)
+
+
 SQLITE = Backend(
     name="sqlite",
     label="SQLite",
     text_holds_nul=True,
     driver_extra="async",
     insert=sqlite.insert,
+    byte_length=_blob_length,
     one_file=True,
     schemas=False,
     search_backlog=True,
@@ -106,6 +118,7 @@ POSTGRESQL = Backend(
     text_holds_nul=False,
     driver_extra="postgres",
     insert=postgresql.insert,
+    byte_length=_octet_length,
     one_file=False,
     schemas=True,
     search_backlog=False,

@@ -66,7 +66,7 @@ class Retention(Exchange):
             unreachable,
         )
         plan = plans.prune(
-            self.dialect, filters, plans.now_ms() if now is None else now, delete_=not dry_run
+            self.backend, filters, plans.now_ms() if now is None else now, delete_=not dry_run
         )
         if dry_run:
             return (yield from self._read(plan, "pruning (a dry run)"))

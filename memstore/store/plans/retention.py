@@ -19,7 +19,6 @@ from sqlalchemy import (
     ColumnElement,
     Select,
     and_,
-    cast,
     delete,
     exists,
     func,
@@ -27,10 +26,10 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.types import LargeBinary
 
 from memstore.errors import InvalidArgumentError
 from memstore.store.plans.contract import Plan, Unset
+from memstore.store.policy import Backend
 from memstore.store.tables import (
     NOT_IMPORTING,
     expiry_defaults,
@@ -130,13 +129,6 @@ class PruneReport:
         return whole + sum(branch.bytes for branch in self.branches)
 
 
-def _byte_length(dialect: str, text: Any) -> ColumnElement[int]:
-    """The UTF-8 length of a text column, in bytes."""
-    if dialect == "postgresql":
-        return func.octet_length(text)
-    return func.length(cast(text, LargeBinary))
-
-
 def _chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
     for start in range(0, len(items), CHUNK):
         yield items[start : start + CHUNK]
@@ -172,7 +164,7 @@ def _selected_sessions(filters: PruneFilters, now: int) -> Select[Any]:
     return query
 
 
-def _sizes(dialect: str, ids: Sequence[str]) -> Plan[dict[str, tuple[int, int]]]:
+def _sizes(backend: Backend, ids: Sequence[str]) -> Plan[dict[str, tuple[int, int]]]:
     """Per session of `ids` that has nodes: their count and bytes, with its kept lines'."""
     found: dict[str, tuple[int, int]] = {}
     for chunk in _chunks(ids):
@@ -180,7 +172,7 @@ def _sizes(dialect: str, ids: Sequence[str]) -> Plan[dict[str, tuple[int, int]]]
             yield select(
                 nodes.c.session_id,
                 func.count(),
-                func.sum(_byte_length(dialect, nodes.c.turn_json)),
+                func.sum(backend.byte_length(nodes.c.turn_json)),
             )
             .where(nodes.c.session_id.in_(chunk))
             .group_by(nodes.c.session_id)
@@ -188,7 +180,7 @@ def _sizes(dialect: str, ids: Sequence[str]) -> Plan[dict[str, tuple[int, int]]]
         for session_id, count, size in turns:
             found[session_id] = (count, int(size or 0))
         lines = (
-            yield select(records.c.session_id, func.sum(_byte_length(dialect, records.c.raw)))
+            yield select(records.c.session_id, func.sum(backend.byte_length(records.c.raw)))
             .where(records.c.session_id.in_(chunk), records.c.raw.is_not(None))
             .group_by(records.c.session_id)
         )
@@ -199,12 +191,12 @@ def _sizes(dialect: str, ids: Sequence[str]) -> Plan[dict[str, tuple[int, int]]]
 
 
 def _whole_sessions(
-    dialect: str, filters: PruneFilters, now: int, delete_: bool
+    backend: Backend, filters: PruneFilters, now: int, delete_: bool
 ) -> Plan[tuple[PrunedSession, ...]]:
     """The sessions the session filters select (locked when deleting), deleted if `delete_`."""
     query = _selected_sessions(filters, now)
     ids: list[str] = list((yield query.with_for_update() if delete_ else query).scalars())
-    sizes = yield from _sizes(dialect, ids)
+    sizes = yield from _sizes(backend, ids)
     if delete_:
         for chunk in _chunks(ids):
             # Unlink parents first, as `delete_session` does: a cascade through the parent key
@@ -238,7 +230,7 @@ def _with_other_tips(spared: Select[Any] | None) -> Select[Any]:
     ).order_by(sessions.c.id)
 
 
-def _unreached(dialect: str, session_ids: Sequence[str]) -> Select[Any]:
+def _unreached(backend: Backend, session_ids: Sequence[str]) -> Select[Any]:
     """The nodes of `session_ids` that their heads do not reach, in the order stored: every
     node but the head's ancestors (a session without a head reaches none of its nodes)."""
     reach = (
@@ -256,11 +248,11 @@ def _unreached(dialect: str, session_ids: Sequence[str]) -> Select[Any]:
     )
     reached = exists().where(reach.c.session_id == nodes.c.session_id, reach.c.id == nodes.c.id)
     lines = (
-        select(func.sum(_byte_length(dialect, records.c.raw)))
+        select(func.sum(backend.byte_length(records.c.raw)))
         .where(records.c.session_id == nodes.c.session_id, records.c.node_id == nodes.c.id)
         .scalar_subquery()
     )
-    size = _byte_length(dialect, nodes.c.turn_json) + func.coalesce(lines, 0)
+    size = backend.byte_length(nodes.c.turn_json) + func.coalesce(lines, 0)
     return (
         select(nodes.c.session_id, nodes.c.id, size)
         .where(nodes.c.session_id.in_(session_ids), ~reached)
@@ -269,14 +261,14 @@ def _unreached(dialect: str, session_ids: Sequence[str]) -> Select[Any]:
 
 
 def _unreached_branches(
-    dialect: str, spared: Select[Any] | None, delete_: bool
+    backend: Backend, spared: Select[Any] | None, delete_: bool
 ) -> Plan[tuple[PrunedBranches, ...]]:
     """The nodes no head reaches in the sessions outside `spared`, deleted if `delete_`."""
     candidates = _with_other_tips(spared)
     ids: list[str] = list((yield candidates.with_for_update() if delete_ else candidates).scalars())
     found: dict[str, tuple[list[str], int]] = {}
     for chunk in _chunks(ids):
-        for session_id, node_id, size in (yield _unreached(dialect, chunk)):
+        for session_id, node_id, size in (yield _unreached(backend, chunk)):
             node_ids, total = found.get(session_id, ([], 0))
             node_ids.append(node_id)
             found[session_id] = (node_ids, total + int(size or 0))
@@ -292,7 +284,7 @@ def _unreached_branches(
     )
 
 
-def prune(dialect: str, filters: PruneFilters, now: int, *, delete_: bool) -> Plan[PruneReport]:
+def prune(backend: Backend, filters: PruneFilters, now: int, *, delete_: bool) -> Plan[PruneReport]:
     """What `filters` select (see the module docstring), deleted if `delete_`.
 
     Raises:
@@ -306,13 +298,13 @@ def prune(dialect: str, filters: PruneFilters, now: int, *, delete_: bool) -> Pl
         raise InvalidArgumentError(f"older_than is a duration >= 0, not {filters.older_than!r}")
     whole: tuple[PrunedSession, ...] = ()
     if filters.selects_sessions:
-        whole = yield from _whole_sessions(dialect, filters, now, delete_)
+        whole = yield from _whole_sessions(backend, filters, now, delete_)
     branches: tuple[PrunedBranches, ...] = ()
     if filters.unreachable:
         spared = None
         if filters.selects_sessions:  # deleted whole already, or to be in a dry run
             spared = _selected_sessions(filters, now).order_by(None)
-        branches = yield from _unreached_branches(dialect, spared, delete_)
+        branches = yield from _unreached_branches(backend, spared, delete_)
     return PruneReport(whole, branches, deleted=delete_)
 
 
