@@ -311,7 +311,14 @@ def prune(
         emit_json(
             {
                 "deleted": report.deleted,
-                "sessions": [json_record(session) for session in report.sessions],
+                "sessions": [
+                    {
+                        "sessionId": session.id,
+                        "nodeCount": session.node_count,
+                        "bytes": session.bytes,
+                    }
+                    for session in report.sessions
+                ],
                 "branches": [
                     {**json_record(branch), "nodeIds": list(branch.node_ids)}
                     for branch in report.branches

@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[list[str], set[str]]] = {
     "sql": (["SELECT id AS my_id FROM sessions"], {"[]"}),
     "stats": ([], set()),
     "compact": (["branching", "--keep-recent", "1"], set()),
+    "prune": (["--older-than", "0s"], set()),  # a dry run: it reports, deletes nothing
 }
 
 
@@ -105,4 +106,4 @@ def test_every_json_output_names_a_session_by_session_id(tmp_path: Path) -> None
         assert keys <= {"sessionId"}, (command, keys)
         if keys:
             naming.add(command)
-    assert naming == {"import", "sessions", "tree", "search", "compact"}
+    assert naming == {"import", "sessions", "tree", "search", "compact", "prune"}

@@ -393,7 +393,7 @@ def test_memstore_prune_reports_then_deletes_with_yes(database_url: str) -> None
     code, stdout, _ = invoke(database_url, "prune", "--tag", "scratch", "--unreachable", "--json")
     report = json.loads(stdout)
     assert report["deleted"] is False
-    assert [s["id"] for s in report["sessions"]] == ["scratch"]
+    assert [s["sessionId"] for s in report["sessions"]] == ["scratch"]
     assert report["branches"][0]["nodeIds"] == ids["forked"][2:5]
     assert report["nodeCount"] == 5
     with SessionStore(database_url) as store:
