@@ -209,7 +209,7 @@ def configure_sqlite(engine: Engine, *, read_only: bool = False) -> None:
             connection.exec_driver_sql(begin)
             return
         if write:  # writers take turns (see writer_turns)
-            writer_turns.take(connection.connection.info, writers)
+            writer_turns.take(connection.connection.info, writers, BUSY_TIMEOUT_SECONDS)
         # On the driver's connection: SQLAlchemy's statement path (events, logging, a result
         # object) cost more than SQLite's BEGIN itself, once per transaction.
         driver: Any = connection.connection.driver_connection
