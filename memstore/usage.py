@@ -119,6 +119,12 @@ def parse_usage(value: NodeUsage | Mapping[str, Any]) -> NodeUsage:
     return NodeUsage(**known)
 
 
+def cost_total(total: Any) -> float:
+    """A sum of costs in USD as memstore reports it: to a billionth of a dollar, since a sum of
+    floats drifts below that (1,500 x 0.001 sums to 1.4999999999999456); 0.0 for no costs."""
+    return round(float(total or 0), 9)
+
+
 def usage_record(node_id: str, usage: NodeUsage) -> str:
     """The JSONL line (without its newline) that carries `usage` for node `node_id`."""
     return jsjson.dumps({"type": USAGE_RECORD, "node": node_id, "usage": usage.wire()})

@@ -255,3 +255,12 @@ def test_usage_recorded_after_the_append_and_the_usage_aware_estimate(
     with pytest.raises(UnknownNodeError):
         store.record_usage("s", {"input_tokens": 1}, node_id="f" * 32)
     assert [row[0] for row in usage_rows(store, "s")] == [nodes[1].id, tail[1].id]
+
+
+def test_cost_totals_are_whole_to_a_billionth_of_a_dollar(store: SessionStore) -> None:
+    """A float sum drifts (1,500 x 0.001 is 1.4999999999999456): the totals memstore reports do
+    not."""
+    cheap = NodeUsage(output_tokens=1, cost_usd=0.001)
+    store.append_many("a", [turn("assistant", str(i)) for i in range(1500)], usage=[cheap] * 1500)
+    assert store.sessions()[0].cost_usd == 1.5
+    assert [t.cost_usd for t in store.usage_stats("session")] == [1.5]

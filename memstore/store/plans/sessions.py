@@ -37,6 +37,7 @@ from memstore.store.policy import BACKENDS, Backend
 from memstore.store.prepared import Prepared
 from memstore.store.tables import NOT_IMPORTING, node_usage, nodes, session_tags, sessions
 from memstore.types import validate_session_id
+from memstore.usage import cost_total
 
 __all__ = [
     "NATIVE_AGENT",
@@ -304,7 +305,7 @@ def list_sessions(
 def _totals(row: Any) -> dict[str, Any]:
     """SessionInfo's usage fields from a row's sums (NULL: no usage rows)."""
     return {
-        name: (float(value or 0) if name == "cost_usd" else int(value or 0))
+        name: (cost_total(value) if name == "cost_usd" else int(value or 0))
         for name in _TOTALS
         if (value := getattr(row, name)) is not None
     }

@@ -21,7 +21,7 @@ from memstore.store.tables import (
     records,
     sessions,
 )
-from memstore.usage import NodeUsage
+from memstore.usage import NodeUsage, cost_total
 
 __all__ = [
     "StoreStats",
@@ -148,7 +148,7 @@ def usage_totals(backend: Backend, by: str, limit: int | None = None) -> Plan[li
             output_tokens=int(row[3]),
             cache_read_tokens=int(row[4]),
             cache_write_tokens=int(row[5]),
-            cost_usd=float(row[6]),
+            cost_usd=cost_total(row[6]),
         )
         for row in rows
     ]
