@@ -30,6 +30,9 @@ COMMANDS: dict[str, tuple[list[str], set[str]]] = {
     "stats": ([], set()),
     "compact": (["branching", "--keep-recent", "1"], set()),
     "prune": (["--older-than", "0s"], set()),  # a dry run: it reports, deletes nothing
+    "expiry set": (["branching", "--in", "30d"], set()),
+    "expiry clear": (["branching"], set()),
+    "expiry defaults": ([], set()),
 }
 
 
@@ -106,4 +109,13 @@ def test_every_json_output_names_a_session_by_session_id(tmp_path: Path) -> None
         assert keys <= {"sessionId"}, (command, keys)
         if keys:
             naming.add(command)
-    assert naming == {"import", "sessions", "tree", "search", "compact", "prune"}
+    assert naming == {
+        "import",
+        "sessions",
+        "tree",
+        "search",
+        "compact",
+        "prune",
+        "expiry set",
+        "expiry clear",
+    }

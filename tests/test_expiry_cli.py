@@ -1,0 +1,114 @@
+"""`memstore expiry`: a session's own expiry and the store's and tags' defaults, from the
+command line, on SQLite and PostgreSQL; `prune --expired` honours what it sets."""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import UTC, datetime
+
+import pytest
+
+from memstore import ExpiryDefaults, SessionStore
+
+from .test_cli import invoke
+from .test_prune import DAY, say
+
+
+def test_memstore_expiry_sets_and_clears_a_sessions_own_expiry(database_url: str) -> None:
+    with SessionStore(database_url) as store:
+        store.append("a", say("hello"))
+        store.append("b", say("hello"))
+    code, stdout, _ = invoke(database_url, "expiry", "set", "a", "b", "--at", "2027-01-01")
+    assert code == 0
+    assert "a expires at 2027-01-01 00:00:00 UTC" in stdout
+    new_year = int(datetime(2027, 1, 1, tzinfo=UTC).timestamp() * 1000)
+    with SessionStore(database_url) as store:
+        assert store.session_info("a").expires_at == new_year
+        assert store.session_info("b").expires_at == new_year
+        assert [s.id for s in store.prune(expired=True, now=new_year).sessions] == ["a", "b"]
+        assert store.prune(expired=True, now=new_year - 1).sessions == ()
+
+    before = int(time.time() * 1000)
+    code, stdout, _ = invoke(database_url, "expiry", "set", "a", "--in", "30d", "--json")
+    after = int(time.time() * 1000)
+    assert code == 0
+    [shown] = json.loads(stdout)
+    assert shown["sessionId"] == "a"
+    assert before + 30 * DAY <= shown["expiresAt"] <= after + 30 * DAY
+    code, stdout, _ = invoke(database_url, "sessions", "--json")
+    assert {s["sessionId"]: s["expiresAt"] for s in json.loads(stdout)} == {
+        "a": shown["expiresAt"],
+        "b": new_year,
+    }
+
+    code, stdout, _ = invoke(database_url, "expiry", "clear", "a", "--json")
+    assert code == 0
+    assert json.loads(stdout) == [{"sessionId": "a", "expiresAt": None}]
+    with SessionStore(database_url) as store:
+        assert store.session_info("a").expires_at is None
+        assert store.session_info("b").expires_at == new_year
+
+
+def test_memstore_expiry_default_sets_lists_and_removes_defaults(database_url: str) -> None:
+    with SessionStore(database_url) as store:
+        store.append("chat", say("hello"))
+        store.append("scratch", say("hello"))
+        store.update_session("scratch", tags=["scratch"])
+    assert invoke(database_url, "expiry", "default", "365d")[0] == 0
+    code, stdout, _ = invoke(database_url, "expiry", "default", "2w", "--tag", "scratch")
+    assert code == 0
+    assert "tag scratch: sessions expire 2w after their last update" in stdout
+    with SessionStore(database_url) as store:
+        assert store.expiry_defaults() == ExpiryDefaults(365 * DAY, {"scratch": 14 * DAY})
+        updated = store.session_info("scratch").updated_at
+        expired = store.prune(expired=True, now=updated + 14 * DAY)
+        assert [s.id for s in expired.sessions] == ["scratch"]
+
+    code, stdout, _ = invoke(database_url, "expiry", "defaults")
+    assert code == 0
+    assert stdout.splitlines() == ["the store: 365d", "tag scratch: 2w"]
+    code, stdout, _ = invoke(database_url, "expiry", "defaults", "--json")
+    assert code == 0
+    assert json.loads(stdout) == {
+        "store": {"afterMs": 365 * DAY, "after": "365d"},
+        "tags": [{"tag": "scratch", "afterMs": 14 * DAY, "after": "2w"}],
+    }
+
+    assert invoke(database_url, "expiry", "default", "--remove")[0] == 0
+    assert invoke(database_url, "expiry", "default", "--remove", "--tag", "scratch")[0] == 0
+    with SessionStore(database_url) as store:
+        assert store.expiry_defaults() == ExpiryDefaults()
+    code, stdout, _ = invoke(database_url, "expiry", "defaults", "--json")
+    assert json.loads(stdout) == {"store": None, "tags": []}
+    assert invoke(database_url, "expiry", "defaults")[1].splitlines() == ["the store: no default"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("set", "s"), "give exactly one of --at (a time) and --in (a duration)"),
+        (("set", "s", "--in", "1d", "--at", "2027-01-01"), "give exactly one of --at"),
+        (("set", "s", "--in", "30"), "--in: '30' is no duration"),
+        (("set", "s", "--in", "99999999999999w"), "longer than memstore can hold"),
+        (("set", "s", "--at", "next tuesday"), "--at is epoch milliseconds or an ISO date"),
+        (("set", "s", "--at", "-5"), "expires_at is epoch ms >= 0"),
+        (("set", "s", "missing", "--in", "1d"), "no session 'missing'"),
+        (("clear", "s", "missing"), "no session 'missing'"),
+        (("default",), "give a duration (90d) or --remove"),
+        (("default", "90d", "--remove"), "give a duration (90d) or --remove"),
+        (("default", "90"), "AFTER: '90' is no duration"),
+    ],
+)
+def test_memstore_expiry_refuses_bad_arguments_and_changes_nothing(
+    sqlite_url: str, args: tuple[str, ...], message: str
+) -> None:
+    with SessionStore(sqlite_url) as store:
+        store.append("s", say("hello"))
+        store.update_session("s", expires_at=123)
+    code, _, stderr = invoke(sqlite_url, "expiry", *args)
+    assert code != 0
+    assert message in " ".join(stderr.split())
+    with SessionStore(sqlite_url) as store:
+        assert store.session_info("s").expires_at == 123
+        assert store.expiry_defaults() == ExpiryDefaults()
