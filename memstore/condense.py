@@ -17,8 +17,9 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from memstore.blocks import block_class, per_kind, utf16_length
+from memstore.blocks import block_class, utf16_length
 from memstore.errors import CondensationError, InvalidArgumentError
+from memstore.estimate import CHARS_PER_TOKEN, TOKENS_PER_TURN, estimate_context_tokens
 from memstore.types import (
     Channel,
     CompactionPolicy,
@@ -35,6 +36,7 @@ from memstore.types import (
     TurnLike,
     turn_to_json,
 )
+from memstore.usage import NodeUsage, estimate_with_usage
 
 __all__ = [
     "DISTILL_PREAMBLE",
@@ -76,8 +78,6 @@ MERGE_PREAMBLE = (
 )
 """The system prompt of the calls that merge chunk summaries of a prefix too large for one call."""
 
-CHARS_PER_TOKEN = 4
-TOKENS_PER_TURN = 4
 REPLY_SHARE = 4
 """Without a card's `max_output_tokens`, a quarter of the window is kept free for the reply."""
 MIN_TRANSCRIPT_TOKENS = 64
@@ -86,35 +86,24 @@ _SEPARATOR = "\n\n"
 _STREAM_EVENT: TypeAdapter[StreamEvent] = TypeAdapter(StreamEvent)
 
 
-_chars = per_kind("chars")
-
-
-def _block_chars(block: Mapping[str, Any]) -> int:
-    chars: int = _chars(block.get("kind"))(block)
-    return chars
-
-
-def estimate_context_tokens(messages: Iterable[TurnLike]) -> int:
-    """A cheap token estimate: characters / 4, rounded up, plus 4 per turn for framing."""
-    chars = 0
-    turns = 0
-    for turn in messages:
-        turns += 1
-        chars += sum(_block_chars(block) for block in turn_to_json(turn).get("blocks", ()))
-    return math.ceil(chars / CHARS_PER_TOKEN) + TOKENS_PER_TURN * turns
-
-
 def should_compact(
-    messages: Sequence[TurnLike], model: ModelCard, cfg: CompactionPolicy | None = None
+    messages: Sequence[TurnLike],
+    model: ModelCard,
+    cfg: CompactionPolicy | None = None,
+    *,
+    usages: Sequence[NodeUsage | None] | None = None,
 ) -> bool:
-    """Whether the history has reached `trigger_ratio` of the model's window.
-
-    A card whose window is not positive never triggers condensation.
-    """
+    """Whether the history has reached `trigger_ratio` of the model's window, by the character
+    rule (`estimate_context_tokens`) or, given `usages` (one `NodeUsage` or None per turn, else
+    `InvalidArgumentError`), by the usage-aware estimate (`memstore.usage.estimate_with_usage`).
+    A card whose window is not positive never triggers condensation."""
     if model.context_window <= 0:
         return False
-    policy = cfg or CompactionPolicy()
-    return estimate_context_tokens(messages) >= model.context_window * policy.trigger_ratio
+    if usages is None:
+        tokens = estimate_context_tokens(messages)
+    else:
+        tokens = estimate_with_usage(messages, usages)
+    return tokens >= model.context_window * (cfg or CompactionPolicy()).trigger_ratio
 
 
 def _has_tool_result(turn: TurnLike) -> bool:

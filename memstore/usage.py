@@ -15,6 +15,7 @@ from typing import Any
 
 from memstore import jsjson
 from memstore.errors import InvalidArgumentError
+from memstore.estimate import estimate_context_tokens
 from memstore.types import TurnLike
 
 __all__ = [
@@ -155,8 +156,6 @@ def estimate_with_usage(turns: Sequence[TurnLike], usages: Sequence[NodeUsage | 
     `input_tokens` counts the input not read from cache (Anthropic's and pi's convention;
     the OpenAI Agents adapter subtracts cached tokens), so the three input counts add up.
     """
-    from memstore.condense import estimate_context_tokens  # condense is the heavier module
-
     if len(usages) != len(turns):
         raise InvalidArgumentError(f"one usage per turn: {len(usages)} for {len(turns)} turns")
     for position in range(len(turns) - 1, -1, -1):

@@ -14,7 +14,9 @@ from memstore import (
     CompactionPolicy,
     CondensationError,
     Conversation,
+    InvalidArgumentError,
     ModelCard,
+    NodeUsage,
     StreamDone,
     StreamError,
     StreamEvent,
@@ -94,6 +96,22 @@ def test_should_compact_at_the_trigger_ratio() -> None:
     half = CompactionPolicy(trigger_ratio=0.5)
     assert should_compact(turns, ModelCard(id="m", context_window=206), half)
     assert not should_compact(turns, ModelCard(id="m", context_window=207), half)
+
+
+def test_should_compact_can_use_the_usage_a_provider_reported() -> None:
+    turns = [user("x" * 396), user("y" * 12)]  # the rule: 103 + 7 = 110 tokens
+    reported = [NodeUsage(input_tokens=900, cache_read_tokens=80, output_tokens=20), None]
+    card = ModelCard(id="m", context_window=1000)
+    assert not should_compact(turns, card)  # the default: the character rule alone
+    assert should_compact(turns, card, usages=reported)  # 1000 reported + 7 >= 800
+    assert not should_compact(turns, card, usages=[None, None])  # nothing reported: the rule
+    small = ModelCard(id="m", context_window=128)  # the rule's 110 >= 102.4; reported 15 + 7
+    assert should_compact(turns, small)
+    assert not should_compact(
+        turns, small, usages=[NodeUsage(input_tokens=10, output_tokens=5), None]
+    )
+    with pytest.raises(InvalidArgumentError, match="one usage per turn"):
+        should_compact(turns, card, usages=reported[:1])
 
 
 @pytest.mark.parametrize("window", [0, -1])

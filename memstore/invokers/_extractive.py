@@ -16,12 +16,8 @@ from collections import Counter
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 
-from memstore.condense import (
-    CHARS_PER_TOKEN,
-    SUMMARY_HEADING,
-    estimate_context_tokens,
-    render_transcript,
-)
+from memstore.condense import SUMMARY_HEADING, render_transcript
+from memstore.estimate import CHARS_PER_TOKEN, estimate_context_tokens
 from memstore.invokers._config import InvokerConfigError
 from memstore.types import (
     Conversation,
