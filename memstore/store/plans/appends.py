@@ -11,7 +11,7 @@ import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import bindparam, insert, update
+from sqlalchemy import Table, bindparam, insert, literal, select, update
 
 from memstore import jsjson
 from memstore.errors import (
@@ -34,7 +34,7 @@ from memstore.store.plans.sessions import ensure_session, refuse_taken_id
 from memstore.store.policy import Backend
 from memstore.store.prepared import Prepared
 from memstore.store.rows import stored_rows
-from memstore.store.tables import node_blocks, node_usage, nodes, records, sessions
+from memstore.store.tables import node_blocks, node_keys, node_usage, nodes, records, sessions
 from memstore.types import (
     MAX_CREATED_AT,
     MIN_CREATED_AT,
@@ -331,7 +331,8 @@ def fork_session(
     """Copy the path to `leaf` (default: the head) of one session into a new session.
 
     The new session's records are those the original writer would have written for appending
-    the path's nodes one by one. Returns the new session's head.
+    the path's nodes one by one; the copied nodes keep their usage (`node_usage`) and their
+    writers' keys (`node_keys`). Returns the new session's head.
     """
     validate_session_id(new_id)
     if (yield session_row(source_id)).first() is None:
@@ -344,4 +345,20 @@ def fork_session(
     if path:
         yield from insert_nodes(backend, new_id, path)
         yield append_records(new_id, path)
+        yield _copy_rows(node_usage, source_id, new_id)
+        yield _copy_rows(node_keys, source_id, new_id)
     return new_head
+
+
+def _copy_rows(table: Table, source_id: str, new_id: str) -> Any:
+    """One INSERT ... SELECT that copies the source's rows of `table` (keyed by session and
+    node) for the nodes the new session holds: no list of ids is bound, however long the path."""
+    copied = select(nodes.c.id).where(nodes.c.session_id == new_id)
+    names = [column.name for column in table.columns]
+    rows = select(
+        *(
+            literal(new_id, column.type).label(name) if name == "session_id" else column
+            for name, column in zip(names, table.columns, strict=True)
+        )
+    ).where(table.c.session_id == source_id, table.c.node_id.in_(copied))
+    return insert(table).from_select(names, rows)

@@ -117,25 +117,29 @@ def usage_totals(backend: Backend, by: str, limit: int | None = None) -> Plan[li
         raise InvalidArgumentError(f"usage is totalled by session, model or day, not {by!r}")
     if limit is not None and (type(limit) is not int or limit < 0):
         raise InvalidArgumentError(f"a limit is a whole number >= 0, not {limit!r}")
+    usage: Any = node_usage
+    visible = [of_visible_session(node_usage.c.session_id)]
+    if by != "session":  # a node copied by a fork is one model call: counted once
+        usage = _one_copy_per_node()
+        visible = [usage.c.nth == 1]
     if by == "day":
         created = f"{nodes.name}.{nodes.c.created_at.name}"
         day = _DAY[backend.name].format(created=created)
         key: Any = literal_column(day)
     else:
-        key = node_usage.c.session_id if by == "session" else node_usage.c.model
-    sums = [func.coalesce(func.sum(node_usage.c[name]), 0) for name in _SUMMED]
+        key = usage.c.session_id if by == "session" else usage.c.model
+    sums = [func.coalesce(func.sum(usage.c[name]), 0) for name in _SUMMED]
     cost = sums[-1]
     query = (
         select(key.label("key"), func.count().label("nodes"), *sums)
-        .select_from(node_usage)
-        .where(of_visible_session(node_usage.c.session_id))
+        .select_from(usage)
+        .where(*visible)
         .group_by(key)
         .order_by(cost.desc(), (sums[0] + sums[1]).desc(), key)
     )
     if by == "day":
         query = query.join(
-            nodes,
-            (nodes.c.session_id == node_usage.c.session_id) & (nodes.c.id == node_usage.c.node_id),
+            nodes, (nodes.c.session_id == usage.c.session_id) & (nodes.c.id == usage.c.node_id)
         )
     if limit is not None:
         query = query.limit(limit)
@@ -152,6 +156,20 @@ def usage_totals(backend: Backend, by: str, limit: int | None = None) -> Plan[li
         )
         for row in rows
     ]
+
+
+def _one_copy_per_node() -> Any:
+    """The visible `node_usage` rows numbered per node id (`nth`), the session whose id sorts
+    first being 1: a node id is a content address (parent, turn, time), so rows of one node id in
+    several sessions are copies of one model call (a fork's, or the same export imported twice)."""
+    copy = func.row_number().over(
+        partition_by=node_usage.c.node_id, order_by=node_usage.c.session_id
+    )
+    return (
+        select(*node_usage.c, copy.label("nth"))
+        .where(of_visible_session(node_usage.c.session_id))
+        .subquery("usage_once")
+    )
 
 
 _SUMMED = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost_usd")
