@@ -930,7 +930,7 @@ def list_sessions(
         typer.Option(
             min=1,
             help="List a page of this many and say how to get the next (--json: an object with "
-            "`sessions` and `nextCursor`).",
+            "sessions and nextCursor).",
         ),
     ] = None,
     cursor: Annotated[
