@@ -76,6 +76,9 @@ if TYPE_CHECKING:
         StoreStats,
         UsageTotals,
     )
+    from memstore.store.plans.erasure import (
+        ErasureReport,
+    )
     from memstore.store.plans.retention import (
         ExpiryDefaults,
         PrunedBranches,
@@ -164,6 +167,7 @@ _EXPORTED_FROM: dict[str, tuple[str, ...]] = {
     "memstore.store.exports": ("ExportFormat", "ExportReport", "ExportedFile", "RefusedExport"),
     "memstore.store.names": ("include_object",),
     "memstore.store.plans": ("SessionPage", "StoreStats", "UsageTotals"),
+    "memstore.store.plans.erasure": ("ErasureReport",),
     "memstore.store.plans.retention": (
         "ExpiryDefaults",
         "PruneReport",
@@ -259,6 +263,7 @@ __all__ = [
     "Conversation",
     "DatabaseError",
     "DatabaseTooNewError",
+    "ErasureReport",
     "EventLoopError",
     "ExpiryDefaults",
     "ExportFormat",

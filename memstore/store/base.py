@@ -16,6 +16,7 @@ from sqlalchemy import Engine
 
 from memstore.graph import SessionGraph
 from memstore.store import compaction, importing, plans, search
+from memstore.store.erasure import Erasure
 from memstore.store.keyed import KeyedAppends
 from memstore.store.listing import Listing
 from memstore.store.metadata import SessionMetadata
@@ -52,9 +53,10 @@ def _revision(engine: Engine) -> str | None:
         return current_revision(connection)
 
 
-class StoreBase(Listing, Retention, KeyedAppends, NodeIds, SessionMetadata):
+class StoreBase(Listing, Retention, Erasure, KeyedAppends, NodeIds, SessionMetadata):
     """Every store operation (the session DAGs here, files in and out in `Exchange`, listings
-    and totals in `Listing`, expiry and pruning in `Retention`, keyed appends in `KeyedAppends`,
+    and totals in `Listing`, expiry and pruning in `Retention`, erasure and its receipts in
+    `Erasure`, keyed appends in `KeyedAppends`,
     short node ids in `NodeIds`, sessions' metadata read and merged in `SessionMetadata`),
     without I/O; see the module."""
 

@@ -25,6 +25,9 @@ Alembic revisions in `migrations/` create and evolve these tables; a test checks
 - `node_keys`: a key a writer gave a node, unique in its session (`append_keyed`: a Claude Agent
   SDK entry's `uuid`), so that an append skips the turns stored already by a primary-key lookup
   inside its transaction (migration 0021).
+- `erasures` (migration 0026): one receipt per `erase`: when, its scope (`session`, `node`,
+  `subject`) and target, the caller's reason, counts, and `targets_json` (the sessions deleted
+  and the nodes tombstoned, by session); never the content erased.
 - `nodes_fts` (SQLite only, made by migration 0002, not modelled here): the FTS5 index of a
   node's search text. The store fills it as it inserts nodes; triggers keep it on delete and
   update. Since migration 0016 it is external-content over the `node_search` view, which derives
@@ -86,6 +89,7 @@ __all__ = [
     "POSTGRESQL_ONLY",
     "TS_CONFIG",
     "SearchVector",
+    "erasures",
     "expiry_defaults",
     "metadata",
     "node_blocks",
@@ -293,6 +297,22 @@ node_keys = Table(
     ForeignKeyConstraint(
         ["session_id", "node_id"], ["nodes.session_id", "nodes.id"], ondelete="CASCADE"
     ),
+)
+
+erasures = Table(
+    "erasures",
+    metadata,
+    Column("id", SerialKey, primary_key=True, autoincrement=True),
+    Column("erased_at", BigInteger, nullable=False),
+    Column("scope", String(8), nullable=False),
+    Column("target", Text, nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("sessions_deleted", Integer, nullable=False),
+    Column("nodes_erased", Integer, nullable=False),
+    Column("summaries_erased", Integer, nullable=False),
+    Column("targets_json", Text, nullable=False),
+    CheckConstraint("scope IN ('session', 'node', 'subject')", name="known_scope"),
+    Index(None, "erased_at"),
 )
 
 # SQLite's full-text index, for the statements that fill and query it (its rowid is `nodes.pk`).

@@ -1,0 +1,404 @@
+"""Erasure: a session, a node or a subject's turns removed with every copy memstore made of them.
+
+What is erased (the *targets*): a whole session; one node; or a subject, `key` = `value`: the
+sessions whose metadata has it (erased whole) and the nodes whose turn has it as a top-level key
+(the turn's extra keys, which memstore keeps). Then, until nothing more is found:
+
+- a *copy* of an erased node: a node with the very same turn text in the same session (the tail
+  compaction re-appended) or in a session that shares node ids with it (a fork, or what it was
+  forked from);
+- a *summary* made from an erased node: a node whose turn records `memstore.condensed` with a
+  `fromNodeId` whose path from the root holds an erased node (compaction's and the importers'
+  summaries; a summary of summaries too).
+
+A session erased whole is deleted (with its nodes, blocks, lines, usage, keys and index rows).
+Every other node found keeps its id, parent, role and time; its turn becomes a tombstone
+(`tombstone`), and its derived rows are rewritten from it: blocks, search text and vectors, the
+full-text index (SQLite's triggers), `records.raw` (the export derives the line from the
+tombstone), and its `node_usage` and `node_keys` rows are deleted. Each erasure writes one
+`erasures` row, its receipt. On SQLite the writing transaction runs with `secure_delete`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from sqlalchemy import bindparam, cast, delete, func, insert, select, text, update
+from sqlalchemy.dialects.postgresql import JSON
+
+from memstore import jsjson
+from memstore.errors import InvalidArgumentError, UnknownNodeError, UnknownSessionError
+from memstore.store.plans.appends import INSERT_BLOCKS
+from memstore.store.plans.contract import Plan
+from memstore.store.plans.nodes import lookup_id
+from memstore.store.policy import Backend
+from memstore.store.rows import stored_rows
+from memstore.store.tables import (
+    NOT_IMPORTING,
+    erasures,
+    node_blocks,
+    node_keys,
+    node_usage,
+    nodes,
+    records,
+    sessions,
+    stored_on,
+)
+
+__all__ = ["ERASED_TEXT", "ErasureReport", "ErasureTarget", "erase", "tombstone"]
+
+ERASED_TEXT = "[erased]"
+"""What a tombstone's blocks say in place of their content."""
+
+CHUNK = 500
+_KEY = re.compile(r"[A-Za-z0-9_.:-]{1,200}")
+Key = tuple[str, str]  # (session id, node id)
+
+
+@dataclass(frozen=True)
+class ErasureTarget:
+    """What an erasure is asked to reach: `scope` 'session' (`session_id`), 'node'
+    (`session_id`, `node_id`) or 'subject' (`key` = `value`)."""
+
+    scope: str
+    session_id: str | None = None
+    node_id: str | None = None
+    key: str | None = None
+    value: str | None = None
+
+    @property
+    def label(self) -> str:
+        """The receipt's `target`: the session id, `session/node`, or `key=value`."""
+        if self.scope == "session":
+            return str(self.session_id)
+        if self.scope == "node":
+            return f"{self.session_id}/{self.node_id}"
+        return f"{self.key}={self.value}"
+
+
+@dataclass(frozen=True)
+class ErasureReport:
+    """What an erasure removed (`erased`; else a dry run: what it would): the sessions deleted
+    whole, and per other session the nodes tombstoned (the targets, their copies and the
+    summaries made from them, `summaries` among them). `receipt` is the `erasures` row's id."""
+
+    scope: str
+    target: str
+    reason: str
+    sessions: tuple[str, ...] = ()
+    nodes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    summaries: int = 0
+    erased: bool = False
+    receipt: int | None = None
+
+    @property
+    def node_count(self) -> int:
+        """The nodes tombstoned (the nodes of sessions deleted whole are not counted)."""
+        return sum(len(ids) for ids in self.nodes.values())
+
+
+def target_of(
+    session_id: str | None, node_id: str | None, subject: tuple[str, str] | None, reason: str
+) -> ErasureTarget:
+    """The target the arguments name.
+
+    Raises:
+        InvalidArgumentError: no reason; not exactly one of a session, a node (with its
+            session) or a subject; a subject's key is not a plain name.
+    """
+    if not isinstance(reason, str) or not reason.strip():
+        raise InvalidArgumentError("reason: say why this is erased (it goes in the receipt)")
+    if subject is not None:
+        if session_id is not None or node_id is not None:
+            raise InvalidArgumentError("erase a subject, or a session or node: not both")
+        if not (isinstance(subject, tuple) and len(subject) == 2):
+            raise InvalidArgumentError(f"subject is a (key, value) pair, not {subject!r}")
+        key, value = subject
+        if not isinstance(key, str) or _KEY.fullmatch(key) is None:
+            raise InvalidArgumentError(f"subject key {key!r}: letters, digits and _.:- only")
+        if not isinstance(value, str) or not value:
+            raise InvalidArgumentError(f"subject value is a non-empty string, not {value!r}")
+        return ErasureTarget("subject", key=key, value=value)
+    if session_id is None:
+        raise InvalidArgumentError("erase needs session_id (with node_id: one node) or subject")
+    return ErasureTarget("node" if node_id is not None else "session", session_id, node_id)
+
+
+def tombstone(role: str, turn_json: str, erased_at: int, receipt: int) -> dict[str, Any]:
+    """The turn an erased node holds: its role; per block, a block of the same kind for tool
+    calls and results (their ids and tool name kept, so pairs still match; input `{}`, output
+    `[erased]`), a text block `[erased]` for any other; and `memstore.erased` naming the
+    receipt. It parses as a Turn."""
+    blocks: list[dict[str, Any]] = []
+    try:
+        original = jsjson.loads(turn_json).get("blocks") or []
+    except ValueError:  # a stored turn always parses; this only guards the tombstone itself
+        original = []
+    for block in original if isinstance(original, list) else []:
+        kind = block.get("kind") if isinstance(block, dict) else None
+        if kind == "tool_call":
+            blocks.append(
+                {
+                    "kind": "tool_call",
+                    "id": str(block.get("id", "")),
+                    "name": str(block.get("name", "")),
+                    "input": {},
+                }
+            )
+        elif kind == "tool_result":
+            result: dict[str, Any] = {"kind": "tool_result", "callId": str(block.get("callId", ""))}
+            result["output"] = ERASED_TEXT
+            if isinstance(block.get("isError"), bool):
+                result["isError"] = block["isError"]
+            blocks.append(result)
+        else:
+            blocks.append({"kind": "text", "text": ERASED_TEXT})
+    erased = {"at": erased_at, "erasure": receipt}
+    return {"role": role, "blocks": blocks, "memstore": {"erased": erased}}
+
+
+def _subject_in_turn(backend: Backend, key: str) -> tuple[Any, Any]:
+    """The SQL of whether a turn's top-level `key` is a string, and its value."""
+    if backend.name == "postgresql":  # json, not jsonb: a turn may escape NUL (jsonb refuses it)
+        value = cast(nodes.c.turn_json, JSON)[key]
+        return func.json_typeof(value) == "string", value.astext
+    path = f'$."{key}"'
+    return func.json_type(nodes.c.turn_json, path) == "text", func.json_extract(
+        nodes.c.turn_json, path
+    )
+
+
+def _seeds(backend: Backend, target: ErasureTarget) -> Plan[tuple[set[str], set[Key]]]:
+    """The sessions to delete whole and the nodes to tombstone that the target names.
+
+    Raises:
+        UnknownSessionError, UnknownNodeError: the session or node named does not exist.
+    """
+    if target.scope == "subject":
+        assert target.key is not None
+        matched = sessions.c.meta[target.key].as_string() == target.value
+        whole = set((yield select(sessions.c.id).where(NOT_IMPORTING, matched)).scalars())
+        is_text, found_value = _subject_in_turn(backend, target.key)
+        rows = yield select(nodes.c.session_id, nodes.c.id).where(
+            NOT_IMPORTING_NODE, is_text, found_value == target.value
+        )
+        return whole, {(row[0], row[1]) for row in rows if row[0] not in whole}
+    assert target.session_id is not None
+    key = lookup_id(target.session_id)
+    found = (yield select(sessions.c.id).where(sessions.c.id == key, NOT_IMPORTING)).first()
+    if found is None:
+        raise UnknownSessionError(f"no session {target.session_id!r}")
+    if target.scope == "session":
+        return {key}, set()
+    node = (
+        yield select(nodes.c.id).where(nodes.c.session_id == key, nodes.c.id == target.node_id)
+    ).first()
+    if node is None:
+        raise UnknownNodeError(target.session_id, str(target.node_id))
+    return set(), {(key, str(target.node_id))}
+
+
+@dataclass
+class _Graph:
+    """The nodes of the sessions an erasure may reach: parents, turn texts, summaries' anchors."""
+
+    parent: dict[Key, str | None] = field(default_factory=dict)
+    role: dict[Key, str] = field(default_factory=dict)
+    turn: dict[Key, str] = field(default_factory=dict)
+    created: dict[Key, int] = field(default_factory=dict)
+    anchor: dict[Key, str] = field(default_factory=dict)  # summary -> the fromNodeId condensed
+
+    def path(self, session_id: str, leaf: str) -> Iterable[Key]:
+        """The keys from `leaf` up to its root."""
+        node: str | None = leaf
+        seen: set[str] = set()
+        while node is not None and node not in seen and (session_id, node) in self.parent:
+            seen.add(node)
+            yield session_id, node
+            node = self.parent[(session_id, node)]
+
+
+def _related(session_ids: set[str]) -> Plan[set[str]]:
+    """`session_ids` and the sessions that share a node id with one of them (forks)."""
+    related = set(session_ids)
+    ordered = sorted(session_ids)
+    for start in range(0, len(ordered), CHUNK):
+        ids = select(nodes.c.id).where(nodes.c.session_id.in_(ordered[start : start + CHUNK]))
+        rows = (
+            yield select(nodes.c.session_id)
+            .where(nodes.c.id.in_(ids), NOT_IMPORTING_NODE)
+            .distinct()
+        )
+        related.update(rows.scalars())
+    return related
+
+
+NOT_IMPORTING_NODE = nodes.c.session_id.in_(select(sessions.c.id).where(NOT_IMPORTING))
+
+
+def _load(session_ids: set[str]) -> Plan[_Graph]:
+    graph = _Graph()
+    ordered = sorted(session_ids)
+    columns = (nodes.c.session_id, nodes.c.id, nodes.c.parent_id, nodes.c.role)
+    for start in range(0, len(ordered), CHUNK):
+        chunk = ordered[start : start + CHUNK]
+        rows = yield select(*columns, nodes.c.created_at, nodes.c.turn_json).where(
+            nodes.c.session_id.in_(chunk)
+        )
+        for session_id, node_id, parent_id, role, created_at, turn_json in rows:
+            key = (session_id, node_id)
+            graph.parent[key] = parent_id
+            graph.role[key] = role
+            graph.created[key] = created_at
+            graph.turn[key] = turn_json
+            if '"condensed"' in turn_json:
+                record = (jsjson.loads(turn_json).get("memstore") or {}).get("condensed")
+                anchor = record.get("fromNodeId") if isinstance(record, dict) else None
+                if isinstance(anchor, str):
+                    graph.anchor[key] = anchor
+    return graph
+
+
+def _closure(graph: _Graph, seeds: set[Key]) -> tuple[set[Key], set[Key]]:
+    """Every node to tombstone, from `seeds`: their copies and the summaries made from them,
+    until nothing more is found; and the summaries among them."""
+    erased = set(seeds)
+    summaries: set[Key] = set()
+    while True:
+        texts = {graph.turn[key] for key in erased if key in graph.turn}
+        found = {key for key, turn in graph.turn.items() if turn in texts}
+        for summary, anchor in graph.anchor.items():
+            if summary not in erased and any(
+                key in erased or key in found for key in graph.path(summary[0], anchor)
+            ):
+                found.add(summary)
+                summaries.add(summary)
+        if found <= erased:
+            return erased, summaries
+        erased |= found
+
+
+def _tombstone_rows(
+    backend: Backend, graph: _Graph, keys: Sequence[Key], erased_at: int, receipt: int
+) -> Plan[None]:
+    """Rewrite each node of `keys` as its tombstone, with the rows derived from it."""
+    updated = [
+        name
+        for name in (
+            "turn_json",
+            "search_text",
+            "search_chars",
+            "search_vector",
+            "search_chars_vector",
+        )
+        if stored_on(nodes.c[name], backend.name)
+    ]
+    statement = (
+        update(nodes)
+        .where(nodes.c.session_id == bindparam("s"), nodes.c.id == bindparam("i"))
+        .values({name: bindparam(f"v_{name}", type_=nodes.c[name].type) for name in updated})
+    )
+    for start in range(0, len(keys), CHUNK):
+        chunk = keys[start : start + CHUNK]
+        node_rows: list[dict[str, Any]] = []
+        block_rows: list[dict[str, Any]] = []
+        for session_id, node_id in chunk:
+            key = (session_id, node_id)
+            turn = tombstone(graph.role[key], graph.turn[key], erased_at, receipt)
+            turn_json = jsjson.dumps(turn)
+            row, blocks = stored_rows(
+                session_id, node_id, graph.parent[key], graph.created[key], turn, turn_json
+            )
+            node_rows.append({"s": session_id, "i": node_id, **{f"v_{n}": row[n] for n in updated}})
+            block_rows.extend(blocks)
+        by_session: dict[str, list[str]] = {}
+        for session_id, node_id in chunk:
+            by_session.setdefault(session_id, []).append(node_id)
+        for session_id, ids in by_session.items():
+            for table in (node_blocks, node_usage, node_keys):
+                yield delete(table).where(
+                    table.c.session_id == session_id, table.c.node_id.in_(ids)
+                )
+            yield (
+                update(records)
+                .where(records.c.session_id == session_id, records.c.node_id.in_(ids))
+                .values(raw=None)
+            )
+        yield statement, node_rows
+        if block_rows:
+            yield INSERT_BLOCKS, block_rows
+
+
+def _delete_sessions(ids: Sequence[str]) -> Plan[None]:
+    for start in range(0, len(ids), CHUNK):
+        chunk = ids[start : start + CHUNK]
+        # unlink parents first, as `delete_session` does (SQLite's cascade depth)
+        yield update(nodes).where(nodes.c.session_id.in_(chunk)).values(parent_id=None)
+        yield delete(sessions).where(sessions.c.id.in_(chunk))
+
+
+def erase(
+    backend: Backend, target: ErasureTarget, reason: str, now: int, *, erase_: bool
+) -> Plan[ErasureReport]:
+    """What `target` reaches (see the module docstring), erased if `erase_`, with a receipt.
+
+    Raises:
+        UnknownSessionError, UnknownNodeError: the session or node named does not exist.
+    """
+    if erase_ and backend.name == "sqlite":
+        yield text("PRAGMA secure_delete = ON")
+    whole, seeds = yield from _seeds(backend, target)
+    affected = whole | {session_id for session_id, _ in seeds}
+    graph = yield from _load((yield from _related(affected)) if affected else set())
+    whole_nodes = {key for key in graph.turn if key[0] in whole}
+    reached, summaries = _closure(graph, seeds | whole_nodes)
+    kept = sorted(key for key in reached if key[0] not in whole)
+    by_session: dict[str, tuple[str, ...]] = {}
+    for session_id, node_id in kept:
+        by_session[session_id] = (*by_session.get(session_id, ()), node_id)
+    report = ErasureReport(
+        target.scope,
+        target.label,
+        reason,
+        tuple(sorted(whole)),
+        by_session,
+        sum(1 for key in summaries if key[0] not in whole),
+    )
+    if not erase_:
+        return report
+    targets = {
+        "sessions": list(report.sessions),
+        "nodes": {s: list(i) for s, i in by_session.items()},
+    }
+    receipt = (
+        yield insert(erasures)
+        .values(
+            erased_at=now,
+            scope=target.scope,
+            target=target.label,
+            reason=reason,
+            sessions_deleted=len(report.sessions),
+            nodes_erased=report.node_count,
+            summaries_erased=report.summaries,
+            targets_json=json.dumps(targets, separators=(",", ":")),
+        )
+        .returning(erasures.c.id)
+    ).scalar_one_or_none()
+    yield from _tombstone_rows(backend, graph, kept, now, int(receipt))
+    yield from _delete_sessions(report.sessions)
+    if backend.name == "sqlite":
+        yield text("PRAGMA secure_delete = OFF")
+    return replace(report, erased=True, receipt=int(receipt))
+
+
+def erasures_of(limit: int | None = None) -> Plan[list[dict[str, Any]]]:
+    """The receipts, newest first."""
+    query = select(erasures).order_by(erasures.c.id.desc())
+    if limit is not None:
+        query = query.limit(limit)
+    rows = yield query
+    return [dict(row._mapping) for row in rows]

@@ -1,0 +1,236 @@
+"""Erasure (`erase`, `vacuum`, receipts): on SQLite and PostgreSQL, sync and async (see conftest).
+
+A distinctive string appended, imported from JSONL, copied by compaction and by a fork, and
+indexed by search is found nowhere after its subject is erased: not by `load_path`, search, the
+Markdown and HTML views, the JSONL export, SQL over every table and view, nor (SQLite) the file's
+bytes after `vacuum`. The DAG stays walkable, other sessions are untouched, receipts are written,
+and refused input changes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy
+
+from memstore import CompactionPolicy, ModelCard, SessionGraph, SessionStore
+from memstore.errors import InvalidArgumentError, UnknownNodeError, UnknownSessionError
+from memstore.invokers import extractive
+from memstore.render import render_html, render_markdown
+
+SECRET = "ZebraQuux7731"
+WIDE = "秘密甲乙丙"  # text of a script without spaces: SQLite's second full-text index
+CARD = ModelCard(id="summarizer", context_window=4000, max_output_tokens=500)
+
+
+def said(text: str, user: str | None = None, role: str = "user") -> dict[str, Any]:
+    turn: dict[str, Any] = {"role": role, "blocks": [{"kind": "text", "text": text}]}
+    if user is not None:
+        turn["user_id"] = user
+    return turn
+
+
+def tool_pair(user: str) -> list[dict[str, Any]]:
+    call = {"kind": "tool_call", "id": "c1", "name": "lookup", "input": {"q": SECRET}}
+    result = {"kind": "tool_result", "callId": "c1", "output": f"{SECRET} found"}
+    return [
+        {"role": "assistant", "blocks": [call], "user_id": user},
+        {"role": "user", "blocks": [result], "user_id": user},
+    ]
+
+
+def fill(store: SessionStore, tmp_path: Path) -> None:
+    """'shared': alice's turns (the secret) among bob's, compacted (a summary made from
+    alice's turns, one of them re-appended) and forked; 'imported': alice's turn from a JSONL
+    file kept as its original bytes; 'bob': bob's alone."""
+    store.append("shared", said("hello from bob", "u-bob"))
+    store.append("shared", said(f"alice says {SECRET} {WIDE}", "u-alice"))
+    for turn in tool_pair("u-alice"):
+        store.append("shared", turn)
+    for index in range(8):
+        store.append("shared", said(f"bob's turn {index}", "u-bob", "assistant"))
+    store.append("shared", said(f"alice again {SECRET}", "u-alice"))
+    store.append("shared", said("bob's last word", "u-bob", "assistant"))
+    result = store.compact_session("shared", CARD, extractive(), CompactionPolicy(keep_recent=2))
+    assert result.changed
+    store.append("shared", said("after the compaction", "u-bob"))
+    store.fork_session("shared", None, "forked")
+    graph = SessionGraph("imported", lambda: 1_700_000_000_000)
+    nodes = [graph.append(said("imported hello")), graph.append(said(f"{SECRET}!", "u-alice"))]
+    lines = []
+    for node in nodes:  # spaced: not the canonical bytes, so the store keeps the line itself
+        lines.append(json.dumps({"type": "node", "node": node.to_json()}, ensure_ascii=False))
+        lines.append(json.dumps({"type": "head", "leaf": node.id}))
+    source = tmp_path / "imported.jsonl"
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    store.import_jsonl(source, session_id="imported")
+    store.append("bob", said("bob alone", "u-bob"))
+    store.append("bob", said("a reply", None, "assistant"))
+
+
+def everything_sql(database_url: str) -> str:
+    """Every row of every table and view memstore's database holds, as text (blobs decoded)."""
+    engine = sqlalchemy.create_engine(database_url)
+    found: list[str] = []
+    try:
+        with engine.connect() as connection:
+            inspector = sqlalchemy.inspect(connection)
+            names = [*inspector.get_table_names(), *inspector.get_view_names()]
+            if engine.dialect.name == "sqlite":
+                names = list(
+                    connection.exec_driver_sql(
+                        "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')"
+                    ).scalars()
+                )
+            for name in names:
+                for row in connection.exec_driver_sql(f'SELECT * FROM "{name}"'):
+                    for value in row:
+                        if isinstance(value, bytes | memoryview):
+                            value = bytes(value).decode("utf-8", "replace")
+                        found.append(str(value))
+    finally:
+        engine.dispose()
+    return "\n".join(found)
+
+
+def traces(store: SessionStore, tmp_path: Path, database_url: str) -> list[str]:
+    """Where the secret is found: the APIs, views, exports, and SQL."""
+    where: list[str] = []
+    for session_id in store.list_sessions():
+        graph = store.load_session(session_id)
+        path = json.dumps([turn.to_json() for turn in store.load_path(session_id)])
+        if SECRET in path or WIDE in path:
+            where.append(f"load_path {session_id}")
+        if SECRET in render_markdown(graph) or SECRET in render_html(graph):
+            where.append(f"views {session_id}")
+        exported = tmp_path / f"{session_id}.out.jsonl"
+        store.export_session(session_id, exported)
+        if SECRET.encode() in exported.read_bytes():
+            where.append(f"export {session_id}")
+    if store.search(SECRET) or store.search(WIDE):
+        where.append("search")
+    text = everything_sql(database_url).lower()
+    if SECRET.lower() in text or WIDE in text:
+        where.append("sql")
+    return where
+
+
+def file_bytes(database_url: str) -> bytes:
+    path = Path(database_url.removeprefix("sqlite:///"))
+    wal = path.with_name(path.name + "-wal")
+    return path.read_bytes() + (wal.read_bytes() if wal.exists() else b"")
+
+
+def test_erasing_a_subject_leaves_no_trace(
+    store: SessionStore, tmp_path: Path, database_url: str
+) -> None:
+    fill(store, tmp_path)
+    bob_before = tmp_path / "bob.before.jsonl"
+    store.export_session("bob", bob_before)
+    lengths = {sid: len(store.load_path(sid)) for sid in store.list_sessions()}
+    assert {"load_path shared", "load_path forked", "export imported", "search", "sql"} <= set(
+        traces(store, tmp_path, database_url)
+    )
+
+    dry = store.erase(subject=("user_id", "u-alice"), reason="GDPR request 17")
+    assert not dry.erased
+    assert dry.receipt is None
+    assert dry.summaries >= 1
+    assert set(dry.nodes) == {"shared", "forked", "imported"}
+    assert store.erasures() == []
+    report = store.erase(subject=("user_id", "u-alice"), reason="GDPR request 17", dry_run=False)
+    assert report.erased
+    assert report.nodes == dry.nodes
+    assert report.summaries == dry.summaries
+    store.vacuum()
+
+    assert traces(store, tmp_path, database_url) == []
+    assert {sid: len(store.load_path(sid)) for sid in store.list_sessions()} == lengths
+    shown = render_markdown(store.load_session("shared"))
+    assert "[erased]" in shown
+    assert "bob's last word" in shown
+    store.export_session("bob", tmp_path / "bob.after.jsonl")
+    assert (tmp_path / "bob.after.jsonl").read_bytes() == bob_before.read_bytes()
+    exported = (tmp_path / "imported.out.jsonl").read_text(encoding="utf-8")
+    assert '"erased":{"at":' in exported
+    assert "imported hello" in exported
+    assert store.search("bob")
+    assert store.search("hello")
+    [receipt] = store.erasures()
+    assert receipt["id"] == report.receipt
+    assert receipt["scope"] == "subject"
+    assert receipt["target"] == "user_id=u-alice"
+    assert receipt["reason"] == "GDPR request 17"
+    assert receipt["nodes_erased"] == report.node_count
+    assert receipt["sessions_deleted"] == 0
+    assert json.loads(receipt["targets_json"])["nodes"]["imported"] == list(
+        report.nodes["imported"]
+    )
+    if database_url.startswith("sqlite"):
+        raw = file_bytes(database_url)
+        for secret in (SECRET, SECRET.lower(), WIDE):
+            assert secret.encode() not in raw
+
+
+def test_a_tombstone_keeps_the_dag_and_tool_pairs(store: SessionStore) -> None:
+    store.append("s", said("start"))
+    for turn in tool_pair("u-alice"):
+        store.append("s", turn)
+    store.append("s", said("end"))
+    before = store.load_session("s").all()
+    call = before[1]
+    store.erase(session_id="s", node_id=call.id, reason="asked", dry_run=False)
+    after = store.load_session("s").all()
+    assert [(n.id, n.parent, n.created_at, n.turn.role) for n in after] == [
+        (n.id, n.parent, n.created_at, n.turn.role) for n in before
+    ]
+    wire = after[1].turn.to_json()
+    assert wire["blocks"] == [{"kind": "tool_call", "id": "c1", "name": "lookup", "input": {}}]
+    assert wire["memstore"]["erased"]["erasure"] == store.erasures()[0]["id"]
+    assert after[2].turn.to_json() == before[2].turn.to_json()  # a node alone, no copies
+    assert store.search("lookup") == [] or all(h.node_id != call.id for h in store.search(SECRET))
+
+
+def test_erasing_a_session_deletes_it_and_its_copies(store: SessionStore, tmp_path: Path) -> None:
+    store.append("s", said(f"only here {SECRET}"))
+    store.append("s", said("reply", None, "assistant"))
+    store.fork_session("s", None, "copy")
+    store.append("copy", said("the fork goes on"))
+    store.append("other", said("unrelated"))
+    report = store.erase(session_id="s", reason="closed account", dry_run=False)
+    assert report.sessions == ("s",)
+    assert set(report.nodes) == {"copy"}
+    assert "s" not in store.list_sessions()
+    assert store.search(SECRET) == []
+    assert [t.to_json()["blocks"][0]["text"] for t in store.load_path("copy")] == [
+        "[erased]",
+        "[erased]",
+        "the fork goes on",
+    ]
+    [receipt] = store.erasures()
+    assert (receipt["scope"], receipt["target"], receipt["sessions_deleted"]) == ("session", "s", 1)
+    assert store.load_path("other")[0].to_json() == said("unrelated")
+
+
+def test_refused_input_changes_nothing(
+    open_store: Callable[..., SessionStore], database_url: str
+) -> None:
+    store = open_store()
+    store.append("s", said(SECRET))
+    before = everything_sql(database_url)
+    with pytest.raises(UnknownSessionError, match="nope"):
+        store.erase(session_id="nope", reason="r", dry_run=False)
+    with pytest.raises(UnknownNodeError, match="missing"):
+        store.erase(session_id="s", node_id="missing", reason="r", dry_run=False)
+    with pytest.raises(InvalidArgumentError, match="reason"):
+        store.erase(session_id="s", reason=" ", dry_run=False)
+    with pytest.raises(InvalidArgumentError, match="subject key"):
+        store.erase(subject=('a"b', "x"), reason="r", dry_run=False)
+    with pytest.raises(InvalidArgumentError):
+        store.erase(session_id="s", subject=("k", "v"), reason="r", dry_run=False)
+    assert everything_sql(database_url) == before
+    assert store.erasures() == []
