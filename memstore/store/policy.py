@@ -78,6 +78,9 @@ class Backend:
     async_prepared_on_driver: bool
     """The async store hands prepared statements to the driver's own asyncio connection
     (psycopg on PostgreSQL)."""
+    bulk_copy: bool
+    """An import's rows go in by `COPY ... FROM STDIN` (`copying`: PostgreSQL); else by the
+    prepared INSERT's executemany."""
 
     def __repr__(self) -> str:
         return f"Backend({self.name!r})"
@@ -111,6 +114,7 @@ SQLITE = Backend(
     migrates_with_foreign_keys_off=True,
     async_in_thread=True,
     async_prepared_on_driver=False,
+    bulk_copy=False,
 )
 POSTGRESQL = Backend(
     name="postgresql",
@@ -132,6 +136,7 @@ POSTGRESQL = Backend(
     migrates_with_foreign_keys_off=False,
     async_in_thread=False,
     async_prepared_on_driver=True,
+    bulk_copy=True,
 )
 BACKENDS = (SQLITE, POSTGRESQL)
 """Every backend memstore runs on."""
