@@ -78,6 +78,9 @@ class Backend:
     async_prepared_on_driver: bool
     """The async store hands prepared statements to the driver's own asyncio connection
     (psycopg on PostgreSQL)."""
+    appends_in_one_call: bool
+    """An append is one call of the server's function `memstore_append` (migration 0025), not a
+    round trip per statement (PostgreSQL; SQLite's statements run in-process)."""
 
     def __repr__(self) -> str:
         return f"Backend({self.name!r})"
@@ -111,6 +114,7 @@ SQLITE = Backend(
     migrates_with_foreign_keys_off=True,
     async_in_thread=True,
     async_prepared_on_driver=False,
+    appends_in_one_call=False,
 )
 POSTGRESQL = Backend(
     name="postgresql",
@@ -132,6 +136,7 @@ POSTGRESQL = Backend(
     migrates_with_foreign_keys_off=False,
     async_in_thread=False,
     async_prepared_on_driver=True,
+    appends_in_one_call=True,
 )
 BACKENDS = (SQLITE, POSTGRESQL)
 """Every backend memstore runs on."""
