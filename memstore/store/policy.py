@@ -81,6 +81,9 @@ class Backend:
     bulk_copy: bool
     """An import's rows go in by `COPY ... FROM STDIN` (`copying`: PostgreSQL); else by the
     prepared INSERT's executemany."""
+    appends_in_one_call: bool
+    """An append is one call of the server's function `memstore_append` (migration 0025), not a
+    round trip per statement (PostgreSQL; SQLite's statements run in-process)."""
 
     def __repr__(self) -> str:
         return f"Backend({self.name!r})"
@@ -115,6 +118,7 @@ SQLITE = Backend(
     async_in_thread=True,
     async_prepared_on_driver=False,
     bulk_copy=False,
+    appends_in_one_call=False,
 )
 POSTGRESQL = Backend(
     name="postgresql",
@@ -137,6 +141,7 @@ POSTGRESQL = Backend(
     async_in_thread=False,
     async_prepared_on_driver=True,
     bulk_copy=True,
+    appends_in_one_call=True,
 )
 BACKENDS = (SQLITE, POSTGRESQL)
 """Every backend memstore runs on."""
