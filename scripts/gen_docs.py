@@ -67,6 +67,7 @@ RELATIONS: dict[str, str] = {
     "node_usage": "Tokens and cost per model call (appends, compaction, adapters, imports).",
     "node_keys": "A writer's key of a node (a Claude Agent SDK entry's uuid), unique per session.",
     "expiry_defaults": "How long after its last update a session expires: the store's, a tag's.",
+    "erasures": "One receipt per erasure: when, what, why and counts (never the content).",
     "nodes_fts": "The full-text index (FTS5) over `node_search`; its rowid is `nodes.pk`.",
     "nodes_fts_chars": "The full-text index of words in scripts written without spaces.",
     "nodes_fts_backlog": "Nodes that small writes added and `nodes_fts` does not hold yet.",

@@ -35,6 +35,7 @@ TABLES = frozenset(
         "node_usage",
         "node_keys",
         "expiry_defaults",
+        "erasures",
     }
 )
 """memstore's tables (`memstore.store.tables` models them; a test checks the two agree)."""
