@@ -86,12 +86,17 @@ def everything_sql(database_url: str) -> str:
                         "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')"
                     ).scalars()
                 )
-            for name in names:
+            for name in sorted(names):
+                rows = []  # in a stable order: a table's rows come back in any
                 for row in connection.exec_driver_sql(f'SELECT * FROM "{name}"'):
-                    for value in row:
-                        if isinstance(value, bytes | memoryview):
-                            value = bytes(value).decode("utf-8", "replace")
-                        found.append(str(value))
+                    values = [
+                        bytes(value).decode("utf-8", "replace")
+                        if isinstance(value, bytes | memoryview)
+                        else str(value)
+                        for value in row
+                    ]
+                    rows.append("\t".join(values))
+                found.extend(sorted(rows))
     finally:
         engine.dispose()
     return "\n".join(found)
