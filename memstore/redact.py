@@ -167,6 +167,11 @@ class SecretRedactor:
         redacted = {key: (new_blocks if key == "blocks" else new_rest[key]) for key in wire}
         return parse_turn(redacted)
 
+    def redact_json(self, value: Any) -> Any:
+        """Any JSON value with every string redacted, keys and signature fields kept (a pi or
+        Claude Code line); the same object when nothing changed."""
+        return _redact_value(value)
+
     def __repr__(self) -> str:
         return "memstore.redact.secrets()"
 

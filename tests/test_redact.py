@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import string
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memstore import InvalidArgumentError, SessionStore, Turn, jsjson
+from memstore import InvalidArgumentError, JsonlError, SessionStore, Turn, jsjson
 from memstore.hashing import hash_node
 from memstore.redact import redact_text, secrets
 from memstore.types import parse_turn
@@ -298,3 +299,65 @@ def test_an_adapter_writes_through_the_redactor(database_url: str) -> None:
         history = MemstoreChatMessageHistory("s", store)
         history.add_messages([HumanMessage(f"my key is {_KEY}")])
         assert [m.content for m in history.messages] == ["my key is [REDACTED:openai-key]"]
+
+
+# --- imports ---------------------------------------------------------------------------------
+
+
+def test_a_jsonl_import_stores_redacted_lines_under_the_redacted_ids_and_counts_them(
+    open_store: Callable[..., SessionStore], tmp_path: Path
+) -> None:
+    turns = [_plain("hello"), _SECRET_TURN, _plain("after"), _plain(f"token {_KEY}")]
+    usage = [None, None, None, {"input_tokens": 7, "output_tokens": 2}]
+    source = open_store()
+    source.append_many("s", turns, created_at=100, usage=usage)
+    source.append("s", _plain("last"), created_at=200)
+    original = tmp_path / "s.jsonl"
+    source.export_jsonl("s", original)
+
+    store = open_store(redact=secrets())
+    report = store.import_jsonl(original, session_id="r")  # one database: other sessions
+    assert (report.redacted, report.files[0].redacted, report.nodes) == (2, 2, 5)
+    # The same session as appending the redacted turns directly: the same ids and lines.
+    reference = open_store()
+    redacted = [parse_turn(REDACT(parse_turn(turn))) for turn in turns]
+    reference.append_many("ref", redacted, created_at=100, usage=usage)
+    reference.append("ref", _plain("last"), created_at=200)
+    assert [n.id for n in store.load_path_nodes("r")] == [
+        n.id for n in reference.load_path_nodes("ref")
+    ]
+    ours, theirs = tmp_path / "ours.jsonl", tmp_path / "theirs.jsonl"
+    store.export_jsonl("r", ours)
+    reference.export_jsonl("ref", theirs)
+    assert ours.read_bytes() == theirs.read_bytes()
+    assert b"a1B2a1B2" not in ours.read_bytes().replace(f'"signature":"{_KEY}"'.encode(), b"")
+    # The lines the redactor left alone are kept byte for byte (the first node and its head).
+    assert ours.read_bytes().splitlines()[:2] == original.read_bytes().splitlines()[:2]
+    # Without secrets the count is 0 and the import is the plain one.
+    clean = tmp_path / "clean.jsonl"
+    reference.export_jsonl("ref", clean)
+    assert open_store(redact=secrets()).import_jsonl(clean).redacted == 0
+
+
+def test_a_claude_code_import_redacts_the_entries_lines_and_keeps_the_others(
+    open_store: Callable[..., SessionStore], tmp_path: Path
+) -> None:
+    from .foreign_lines import claude_code_lines, write_lines
+
+    lines = claude_code_lines("cc", 2)
+    lines[2] = lines[2].replace(b"about zebras", f"about zebras, key {_KEY}".encode())
+    source = write_lines(tmp_path / "cc.jsonl", lines)
+    store = open_store(redact=secrets())
+    report = store.import_claude_code(source)
+    assert report.redacted == 1
+    out = tmp_path / "out.jsonl"
+    store.export_jsonl("cc", out)
+    expected = source.read_bytes().replace(_KEY.encode(), b"[REDACTED:openai-key]")
+    assert out.read_bytes() == expected
+    assert "[REDACTED:openai-key]" in store.load_path("cc")[2].json_text()
+    # A redactor that cannot read lines refuses such a file, writing nothing.
+    own = open_store(redact=lambda turn: REDACT(turn))
+    other = write_lines(tmp_path / "other.jsonl", lines)
+    with pytest.raises(JsonlError, match=r"other.jsonl:3: .*reads whole lines"):
+        own.import_claude_code(other)
+    assert own.list_sessions() == ["cc"]
