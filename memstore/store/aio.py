@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 from memstore.errors import EventLoopError, InvalidArgumentError
 from memstore.redact import Redactor
 from memstore.store.base import StoreBase
+from memstore.store.copying import BulkRows, copy_rows_async
 from memstore.store.engine import (
     ASYNC_DRIVERS,
     BUSY_TIMEOUT_SECONDS,
@@ -95,12 +96,17 @@ def _async_store_engine(
 
 async def execute(connection: AsyncConnection, step: Step, driver: Any = None) -> Any:
     """One step of a plan: a prepared statement straight to the driver (`driver`: psycopg's
-    asyncio connection under `connection`, if known), else through Core."""
+    asyncio connection under `connection`, if known), an import's rows by COPY there, else
+    through Core."""
     if isinstance(step, Boundary):  # only SQLite's imports, which run on the sync store's driver
         raise TypeError("a transaction boundary runs on a sync connection (use run_sync)")
     if isinstance(step, SqliteTimeLimit):  # aiosqlite's connection, under SQLAlchemy's
         aiosqlite: Any = (await connection.get_raw_connection()).driver_connection
         return await aiosqlite.set_progress_handler(step.handler, PROGRESS_STEPS)
+    if isinstance(step, BulkRows):
+        if driver is not None and backend_of(connection.dialect.name).bulk_copy:
+            return await copy_rows_async(driver, connection.dialect, step)
+        step = (step.insert, step.rows)
     if isinstance(step, tuple) and isinstance(step[0], Prepared):
         if step[0].streamed:  # export and import plans run on the sync connection (run_sync)
             raise TypeError("a streamed statement runs on a sync connection (use run_sync)")

@@ -21,6 +21,7 @@ from memstore.foreign import ForeignReader, ForeignTarget, foreign_targets, new_
 from memstore.foreign._common import Entry, Problem, decode_line
 from memstore.jsonl import Line, Record, is_torn, read_lines
 from memstore.redact import Redactor
+from memstore.store.copying import BulkRows
 from memstore.store.import_batch import FileImport, ImportBatch, Progress, start_import
 from memstore.store.import_redaction import ImportRedaction
 from memstore.store.plans import (
@@ -87,7 +88,7 @@ class _UsageBatch:
 
     def flush(self) -> Plan[None]:
         if self.rows:
-            yield INSERT_USAGE, self.rows
+            yield BulkRows(INSERT_USAGE, self.rows)
             self.rows = []
 
 
