@@ -16,6 +16,7 @@ from sqlalchemy.engine import URL, Engine
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from memstore.errors import EventLoopError, InvalidArgumentError
+from memstore.redact import Redactor
 from memstore.store.base import StoreBase
 from memstore.store.copying import BulkRows, copy_rows_async
 from memstore.store.engine import (
@@ -154,6 +155,7 @@ class AsyncSessionStore(StoreBase, Asynchronous):
         auto_migrate: bool = True,
         read_only: bool = False,
         schema: str | None = None,
+        redact: Redactor | None = None,
     ) -> None:
         self.engine = _async_store_engine(url, schema, read_only)
         super().__init__(
@@ -161,6 +163,7 @@ class AsyncSessionStore(StoreBase, Asynchronous):
             schema=self.engine.sync_engine.get_execution_options().get(SCHEMA),
             read_only=read_only,
             migrators=migrators,
+            redact=redact,
         )
         self._auto_migrate = auto_migrate
         self._opened = False

@@ -63,6 +63,8 @@ class FileImport:
     leaf: str | None = None
     warnings: list[str] = field(default_factory=list)
     unchanged: bool = False
+    redacted: int = 0
+    """Turns the store's redactor changed (see `memstore.redact`)."""
 
 
 @dataclass
@@ -82,6 +84,11 @@ class ImportReport:
     def nodes(self) -> int:
         """Nodes added, over all files."""
         return sum(item.nodes for item in self.files)
+
+    @property
+    def redacted(self) -> int:
+        """Turns the store's redactor changed, over all files."""
+        return sum(item.redacted for item in self.files)
 
     @property
     def warnings(self) -> list[str]:

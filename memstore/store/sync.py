@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from sqlalchemy import Connection, Engine
 from sqlalchemy.engine import URL
 
+from memstore.redact import Redactor
 from memstore.store import writer_turns
 from memstore.store.base import StoreBase
 from memstore.store.copying import BulkRows, copy_rows
@@ -134,6 +135,9 @@ class SessionStore(StoreBase, Synchronous):
         schema: PostgreSQL only: the schema every memstore object lives in, its version table
             included (made on first upgrade). Default: the connection's current schema
             (usually `public`). SQLite has no schemas: giving one is an InvalidArgumentError.
+        redact: run on every turn before it is hashed and stored (appends, keyed appends,
+            imports, compaction's summaries; see `memstore.redact`), e.g.
+            `memstore.redact.secrets()`; None (the default) stores turns as given.
 
     Raises:
         StoreNotReadyError: read-only, and the database is not at this memstore's revision.
@@ -150,6 +154,7 @@ class SessionStore(StoreBase, Synchronous):
         auto_migrate: bool = True,
         read_only: bool = False,
         schema: str | None = None,
+        redact: Redactor | None = None,
     ) -> None:
         self.engine = store_engine(url, schema=schema, read_only=read_only)
         try:
@@ -158,6 +163,7 @@ class SessionStore(StoreBase, Synchronous):
                 schema=self.engine.get_execution_options().get(SCHEMA),
                 read_only=read_only,
                 migrators=migrators,
+                redact=redact,
             )
             if auto_migrate:
                 with translate_database_errors("opening the store"):
