@@ -20,6 +20,7 @@ from memstore.errors import (
     UnknownNodeError,
     UnknownSessionError,
 )
+from memstore.store.copying import BulkRows
 from memstore.store.plans import one_call
 from memstore.store.plans.contract import UNSET, Plan, Step, Unset, now_ms
 from memstore.store.plans.nodes import (
@@ -329,15 +330,18 @@ def insert_rows(
     session_id: str,
     node_rows: Sequence[Mapping[str, Any]],
     blocks: Iterable[Mapping[str, Any]],
+    *,
+    bulk: bool = False,
 ) -> Plan[None]:
     """Insert one session's `nodes` rows (parents first) and their `node_blocks` rows, a
     bounded batch at a time (the rows may be built as they are read), and index the nodes'
-    text for full-text search."""
+    text for full-text search. `bulk`: an import's many rows, copied where the backend can
+    (`BulkRows`: PostgreSQL's COPY)."""
     if node_rows:
-        yield INSERT_NODES, node_rows
+        yield BulkRows(INSERT_NODES, node_rows) if bulk else (INSERT_NODES, node_rows)
     rows = iter(blocks)
     while batch := list(itertools.islice(rows, BLOCK_ROWS)):
-        yield INSERT_BLOCKS, batch
+        yield BulkRows(INSERT_BLOCKS, batch) if bulk else (INSERT_BLOCKS, batch)
     if backend.writes_text_index and node_rows:
         yield from index_new_nodes(session_id, node_rows)
 
