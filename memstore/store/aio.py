@@ -16,7 +16,9 @@ from sqlalchemy.engine import URL, Engine
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from memstore.errors import EventLoopError, InvalidArgumentError
+from memstore.redact import Redactor
 from memstore.store.base import StoreBase
+from memstore.store.copying import BulkRows, copy_rows_async
 from memstore.store.engine import (
     ASYNC_DRIVERS,
     BUSY_TIMEOUT_SECONDS,
@@ -94,12 +96,17 @@ def _async_store_engine(
 
 async def execute(connection: AsyncConnection, step: Step, driver: Any = None) -> Any:
     """One step of a plan: a prepared statement straight to the driver (`driver`: psycopg's
-    asyncio connection under `connection`, if known), else through Core."""
+    asyncio connection under `connection`, if known), an import's rows by COPY there, else
+    through Core."""
     if isinstance(step, Boundary):  # only SQLite's imports, which run on the sync store's driver
         raise TypeError("a transaction boundary runs on a sync connection (use run_sync)")
     if isinstance(step, SqliteTimeLimit):  # aiosqlite's connection, under SQLAlchemy's
         aiosqlite: Any = (await connection.get_raw_connection()).driver_connection
         return await aiosqlite.set_progress_handler(step.handler, PROGRESS_STEPS)
+    if isinstance(step, BulkRows):
+        if driver is not None and backend_of(connection.dialect.name).bulk_copy:
+            return await copy_rows_async(driver, connection.dialect, step)
+        step = (step.insert, step.rows)
     if isinstance(step, tuple) and isinstance(step[0], Prepared):
         if step[0].streamed:  # export and import plans run on the sync connection (run_sync)
             raise TypeError("a streamed statement runs on a sync connection (use run_sync)")
@@ -148,6 +155,7 @@ class AsyncSessionStore(StoreBase, Asynchronous):
         auto_migrate: bool = True,
         read_only: bool = False,
         schema: str | None = None,
+        redact: Redactor | None = None,
     ) -> None:
         self.engine = _async_store_engine(url, schema, read_only)
         super().__init__(
@@ -155,6 +163,7 @@ class AsyncSessionStore(StoreBase, Asynchronous):
             schema=self.engine.sync_engine.get_execution_options().get(SCHEMA),
             read_only=read_only,
             migrators=migrators,
+            redact=redact,
         )
         self._auto_migrate = auto_migrate
         self._opened = False

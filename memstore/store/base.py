@@ -148,7 +148,13 @@ class StoreBase(Listing, Retention, KeyedAppends, NodeIds, SessionMetadata):
             InvalidArgumentError: `usage` is malformed (naming the field); nothing was written.
         """
         plan = plans.append_turns(
-            self.backend, session_id, [turn], expected_head, created_at, parent, usage
+            self.backend,
+            session_id,
+            self._redacted([turn]),
+            expected_head,
+            created_at,
+            parent,
+            usage,
         )
         (node,) = yield from self._write(plan, f"appending to session {session_id!r}")
         return node
@@ -198,7 +204,13 @@ class StoreBase(Listing, Retention, KeyedAppends, NodeIds, SessionMetadata):
                 is not the turns'; nothing was written.
         """
         plan = plans.append_turns(
-            self.backend, session_id, turns, expected_head, created_at, parent, usage
+            self.backend,
+            session_id,
+            self._redacted(turns),
+            expected_head,
+            created_at,
+            parent,
+            usage,
         )
         return (yield from self._write(plan, f"appending to session {session_id!r}"))
 
@@ -326,7 +338,9 @@ class StoreBase(Listing, Retention, KeyedAppends, NodeIds, SessionMetadata):
         read = compaction.read_head_path(self.backend, session_id)
         head, path = yield from self._read(read, f"reading session {session_id!r}")
         draft = yield from Await(
-            compaction.draft_branch(session_id, head, path, model_card, invoker, policy, clock)
+            compaction.draft_branch(
+                session_id, head, path, model_card, invoker, policy, clock, self.redact
+            )
         )
         if draft.nodes:
             branch = compaction.append_branch(

@@ -17,6 +17,7 @@ from sqlalchemy import select
 from memstore.condense import check_window, compact, estimate_context_tokens, stream_events
 from memstore.errors import UnknownSessionError
 from memstore.graph import SessionGraph, system_clock
+from memstore.redact import Redactor, apply_redactor
 from memstore.store import plans
 from memstore.store.plans import Plan
 from memstore.store.policy import Backend
@@ -155,8 +156,10 @@ async def draft_branch(
     invoker: ModelInvoker,
     policy: CompactionPolicy | None = None,
     clock: Clock | None = None,
+    redact: Redactor | None = None,
 ) -> CompactionDraft:
-    """Condense `path` with `compact` and build the new branch's nodes (no I/O but the model).
+    """Condense `path` with `compact` and build the new branch's nodes (no I/O but the model);
+    the summary, the model's output, goes through `redact` (the kept turns were stored so).
 
     Raises:
         CondensationError: the model could not produce a summary.
@@ -168,6 +171,8 @@ async def draft_branch(
     if head is None or condensed is turns:
         return _unchanged(session_id, head, turns)
     summary, *tail = (parse_turn(turn) for turn in condensed)
+    if redact is not None:
+        summary = apply_redactor(redact, summary)
     cut = len(path) - len(tail)
     before = estimate_context_tokens(turns)
     after = estimate_context_tokens([summary, *tail])

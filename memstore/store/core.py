@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TypeVar
 
 from memstore.errors import ReadOnlyStoreError
+from memstore.redact import Redactor, apply_redactor
 from memstore.store.operation import Run
 from memstore.store.plans import Plan
 from memstore.store.policy import backend_of
-from memstore.types import Migrator
+from memstore.types import Migrator, Turn, TurnLike, parse_turn
 
 __all__ = ["StoreCore"]
 
@@ -20,13 +21,32 @@ class StoreCore:
     """What every operation may read of a store (no I/O): its backend and its options."""
 
     def __init__(
-        self, dialect: str, *, schema: str | None, read_only: bool, migrators: Sequence[Migrator]
+        self,
+        dialect: str,
+        *,
+        schema: str | None,
+        read_only: bool,
+        migrators: Sequence[Migrator],
+        redact: Redactor | None = None,
     ) -> None:
         self.backend = backend_of(dialect)
         self.dialect = dialect
         self.schema = schema
         self.read_only = read_only
         self.migrators = tuple(migrators)
+        self.redact = redact
+
+    def _redacted(self, turns: Iterable[TurnLike]) -> Iterable[TurnLike]:
+        """`turns` through the store's redactor (see `memstore.redact`), before they are
+        hashed; as given without one, or when they are no list (the plan refuses them).
+
+        Raises:
+            InvalidTurnError: a turn (or what the redactor made of it) breaks the contract.
+        """
+        redact = self.redact
+        if redact is None or isinstance(turns, str | bytes | Mapping | Turn):
+            return turns
+        return [apply_redactor(redact, parse_turn(turn)) for turn in turns]
 
     def _writable(self, action: str) -> None:
         """Refuse a write through a store opened for reading only."""

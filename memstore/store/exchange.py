@@ -57,6 +57,7 @@ class Exchange(StoreCore):
             verify=verify,
             keep_mismatched=keep_mismatched,
             progress=progress,
+            redact=self.redact,
         ):
             report.files.append((yield from self._write(plan, f"importing {file}", files=True)))
         return report
@@ -109,7 +110,7 @@ class Exchange(StoreCore):
         each file's agent from its first lines). See `import_pi`."""
         report = ImportReport()
         for file, plan in foreign.foreign_import_plans(
-            self.backend, Path(path), agent, progress=progress
+            self.backend, Path(path), agent, progress=progress, redact=self.redact
         ):
             report.files.append((yield from self._write(plan, f"importing {file}", files=True)))
         return report
@@ -144,6 +145,7 @@ class Exchange(StoreCore):
             verify=verify,
             keep_mismatched=keep_mismatched,
             file_progress=file_progress,
+            redact=self.redact,
         ):
             try:
                 done = yield from self._write(plan, f"importing {file}", files=True)

@@ -20,7 +20,10 @@ from memstore.errors import InvalidArgumentError, JsonlError
 from memstore.foreign import ForeignReader, ForeignTarget, foreign_targets, new_reader
 from memstore.foreign._common import Entry, Problem, decode_line
 from memstore.jsonl import Line, Record, is_torn, read_lines
+from memstore.redact import Redactor
+from memstore.store.copying import BulkRows
 from memstore.store.import_batch import FileImport, ImportBatch, Progress, start_import
+from memstore.store.import_redaction import ImportRedaction
 from memstore.store.plans import (
     Plan,
     ensure_session,
@@ -85,17 +88,23 @@ class _UsageBatch:
 
     def flush(self) -> Plan[None]:
         if self.rows:
-            yield INSERT_USAGE, self.rows
+            yield BulkRows(INSERT_USAGE, self.rows)
             self.rows = []
 
 
 def import_foreign_file(
-    backend: Backend, target: ForeignTarget, *, progress: Progress | None = None
+    backend: Backend,
+    target: ForeignTarget,
+    *,
+    progress: Progress | None = None,
+    redact: Redactor | None = None,
 ) -> Plan[FileImport]:
-    """Import one pi or Claude Code file into its session (incrementally)."""
+    """Import one pi or Claude Code file into its session (incrementally), each turn through
+    `redact` (see `import_redaction`)."""
     path, session_id = target.path, validate_session_id(target.session_id)
     report = FileImport(path, session_id)
     reader = new_reader(target.agent)
+    redaction = None if redact is None else ImportRedaction(redact, path)
     with path.open("rb") as file:
         yield from start_import(backend)
         report.leaf = yield from ensure_session(backend, session_id, now_ms())
@@ -105,6 +114,9 @@ def import_foreign_file(
         for line, raw, entry in _Lines(path, reader, report).entries(file):
             if line.number <= imported:
                 continue
+            if redaction is not None and entry.turn is not None and entry.node_id is not None:
+                raw, turn = redaction.entry(line.number, raw, entry.turn)
+                entry = entry._replace(turn=turn)
             _add(path, line, raw, entry, batch, usage)
             report.records += 1
             report.nodes += entry.node_id is not None
@@ -116,6 +128,7 @@ def import_foreign_file(
         yield from batch.flush()
         yield from usage.flush()
     report.unchanged = report.records == 0
+    report.redacted = redaction.changed if redaction is not None else 0
     if not report.unchanged:
         report.leaf = reader.facts.head
         yield from _describe_session(backend, target, reader, batch.session_times())
@@ -164,8 +177,13 @@ def _describe_session(
 
 
 def foreign_import_plans(
-    backend: Backend, path: Path, agent: str, *, progress: Progress | None = None
+    backend: Backend,
+    path: Path,
+    agent: str,
+    *,
+    progress: Progress | None = None,
+    redact: Redactor | None = None,
 ) -> Iterator[tuple[Path, Plan[FileImport]]]:
     """One import plan per file an import of `path` covers (each its own transaction)."""
     for target in foreign_targets(path, agent):
-        yield target.path, import_foreign_file(backend, target, progress=progress)
+        yield target.path, import_foreign_file(backend, target, progress=progress, redact=redact)

@@ -18,6 +18,7 @@ from sqlalchemy import case, literal, text
 
 from memstore.errors import MemstoreError
 from memstore.jsonl import Record
+from memstore.store.copying import BulkRows
 from memstore.store.plans import INSERT_RECORDS, Plan, insert_rows
 from memstore.store.plans.appends import upsert_usage
 from memstore.store.policy import Backend
@@ -62,6 +63,8 @@ class FileImport:
     leaf: str | None = None
     warnings: list[str] = field(default_factory=list)
     unchanged: bool = False
+    redacted: int = 0
+    """Turns the store's redactor changed (see `memstore.redact`)."""
 
 
 @dataclass
@@ -81,6 +84,11 @@ class ImportReport:
     def nodes(self) -> int:
         """Nodes added, over all files."""
         return sum(item.nodes for item in self.files)
+
+    @property
+    def redacted(self) -> int:
+        """Turns the store's redactor changed, over all files."""
+        return sum(item.redacted for item in self.files)
 
     @property
     def warnings(self) -> list[str]:
@@ -161,10 +169,10 @@ class ImportBatch:
         """Insert what is queued: nodes, their blocks and search text, then the records."""
         if self.nodes:
             blocks = itertools.chain.from_iterable(self.blocks)
-            yield from insert_rows(self.backend, self.session_id, self.nodes, blocks)
+            yield from insert_rows(self.backend, self.session_id, self.nodes, blocks, bulk=True)
             self.nodes, self.blocks = [], []
         if self.records:
-            yield INSERT_RECORDS, self.records
+            yield BulkRows(INSERT_RECORDS, self.records)
             self.records = []
         if self.usage:
             yield from upsert_usage(self.backend, self.usage)

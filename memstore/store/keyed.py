@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
 from memstore.store.core import StoreCore
 from memstore.store.operation import Program, operation
@@ -51,5 +52,6 @@ class KeyedAppends(StoreCore):
             InvalidArgumentError: `keys` is not one per turn, or a key is no such string.
             InvalidTurnError: a turn breaks the contract; nothing was written.
         """
-        plan = append_keyed(self.backend, session_id, turns, keys, revise, usage)
+        redacted = cast(Sequence[TurnLike], self._redacted(turns))
+        plan = append_keyed(self.backend, session_id, redacted, keys, revise, usage)
         return (yield from self._write(plan, f"appending to session {session_id!r}"))

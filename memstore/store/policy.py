@@ -78,6 +78,12 @@ class Backend:
     async_prepared_on_driver: bool
     """The async store hands prepared statements to the driver's own asyncio connection
     (psycopg on PostgreSQL)."""
+    bulk_copy: bool
+    """An import's rows go in by `COPY ... FROM STDIN` (`copying`: PostgreSQL); else by the
+    prepared INSERT's executemany."""
+    appends_in_one_call: bool
+    """An append is one call of the server's function `memstore_append` (migration 0025), not a
+    round trip per statement (PostgreSQL; SQLite's statements run in-process)."""
 
     def __repr__(self) -> str:
         return f"Backend({self.name!r})"
@@ -111,6 +117,8 @@ SQLITE = Backend(
     migrates_with_foreign_keys_off=True,
     async_in_thread=True,
     async_prepared_on_driver=False,
+    bulk_copy=False,
+    appends_in_one_call=False,
 )
 POSTGRESQL = Backend(
     name="postgresql",
@@ -132,6 +140,8 @@ POSTGRESQL = Backend(
     migrates_with_foreign_keys_off=False,
     async_in_thread=False,
     async_prepared_on_driver=True,
+    bulk_copy=True,
+    appends_in_one_call=True,
 )
 BACKENDS = (SQLITE, POSTGRESQL)
 """Every backend memstore runs on."""

@@ -17,6 +17,7 @@ from typing import NamedTuple
 from memstore.errors import InvalidArgumentError, JsonlError, MemstoreError
 from memstore.foreign import FORMAT_NAMES, check_format, foreign_target
 from memstore.jsonl import session_files
+from memstore.redact import Redactor
 from memstore.store.foreign import import_foreign_file
 from memstore.store.plans import Plan
 from memstore.store.policy import Backend
@@ -84,6 +85,7 @@ def import_plans(
     verify: bool,
     keep_mismatched: bool,
     file_progress: FileProgress | None,
+    redact: Redactor | None = None,
 ) -> Iterator[tuple[Path, Plan[FileImport]]]:
     """One plan per file `import_targets` finds (each its own transaction), run inside
     `file_progress`'s context for its file (the caller runs it before taking the next).
@@ -95,7 +97,9 @@ def import_plans(
         with file_progress(target.path) if file_progress is not None else nullcontext() as progress:
             yield (
                 target.path,
-                _import_target(backend, target, migrators, verify, keep_mismatched, progress),
+                _import_target(
+                    backend, target, migrators, verify, keep_mismatched, progress, redact
+                ),
             )
 
 
@@ -106,6 +110,7 @@ def _import_target(
     verify: bool,
     keep_mismatched: bool,
     progress: Progress | None,
+    redact: Redactor | None,
 ) -> Plan[FileImport]:
     """Import one target in its format; a refused one raises before anything is written."""
     if target.refusal is not None:
@@ -117,7 +122,8 @@ def _import_target(
             raise JsonlError(
                 path, None, f"looks like {FORMAT_NAMES[found]}: a session id names a legacy file's"
             )
-        plan = import_foreign_file(backend, foreign_target(path, found), progress=progress)
+        foreign = foreign_target(path, found)
+        plan = import_foreign_file(backend, foreign, progress=progress, redact=redact)
         return (yield from plan)
     session_id = target.session_id if target.session_id is not None else path.stem
     return (
@@ -129,5 +135,6 @@ def _import_target(
             verify=verify,
             keep_mismatched=keep_mismatched,
             progress=progress,
+            redact=redact,
         )
     )

@@ -14,14 +14,17 @@ from typing import Any, TypeVar
 from sqlalchemy import Connection, Engine
 from sqlalchemy.engine import URL
 
+from memstore.redact import Redactor
 from memstore.store import writer_turns
 from memstore.store.base import StoreBase
+from memstore.store.copying import BulkRows, copy_rows
 from memstore.store.engine import DEFAULT_URL, LOCK_GAP_SECONDS, SCHEMA, WRITE, store_engine
 from memstore.store.errors import translate_database_errors
 from memstore.store.handle import HandleBase
 from memstore.store.migrate import check_ready, upgrade
 from memstore.store.operation import Await, Program, Request, Run, Synchronous
 from memstore.store.plans import COMMIT, Boundary, Plan, Step, as_call
+from memstore.store.policy import backend_of
 from memstore.store.prepared import Prepared, stream_rows
 from memstore.store.time_limits import PROGRESS_STEPS, SqliteTimeLimit
 from memstore.types import Migrator
@@ -32,11 +35,16 @@ T = TypeVar("T")
 
 
 def execute(connection: Connection, step: Step) -> Any:
-    """One step of a plan: a prepared statement on the driver's cursor, SQLite's progress
-    handler for a time limit, else through Core."""
+    """One step of a plan: a prepared statement on the driver's cursor, an import's rows by
+    COPY (PostgreSQL), SQLite's progress handler for a time limit, else through Core."""
     if isinstance(step, SqliteTimeLimit):
         driver: Any = connection.connection.driver_connection  # sqlite3.Connection
         return driver.set_progress_handler(step.handler, PROGRESS_STEPS)
+    if isinstance(step, BulkRows):
+        if backend_of(connection.dialect.name).bulk_copy:
+            driver = connection.connection.driver_connection  # psycopg's (maybe asyncio)
+            return copy_rows(driver, connection.dialect, step)
+        return step.insert.run(_cursor(connection), connection.dialect, step.rows)
     if isinstance(step, tuple) and isinstance(step[0], Prepared):
         if step[0].streamed:
             return stream_rows(step[0], connection.connection, connection.dialect, step[1])
@@ -127,6 +135,9 @@ class SessionStore(StoreBase, Synchronous):
         schema: PostgreSQL only: the schema every memstore object lives in, its version table
             included (made on first upgrade). Default: the connection's current schema
             (usually `public`). SQLite has no schemas: giving one is an InvalidArgumentError.
+        redact: run on every turn before it is hashed and stored (appends, keyed appends,
+            imports, compaction's summaries; see `memstore.redact`), e.g.
+            `memstore.redact.secrets()`; None (the default) stores turns as given.
 
     Raises:
         StoreNotReadyError: read-only, and the database is not at this memstore's revision.
@@ -143,6 +154,7 @@ class SessionStore(StoreBase, Synchronous):
         auto_migrate: bool = True,
         read_only: bool = False,
         schema: str | None = None,
+        redact: Redactor | None = None,
     ) -> None:
         self.engine = store_engine(url, schema=schema, read_only=read_only)
         try:
@@ -151,6 +163,7 @@ class SessionStore(StoreBase, Synchronous):
                 schema=self.engine.get_execution_options().get(SCHEMA),
                 read_only=read_only,
                 migrators=migrators,
+                redact=redact,
             )
             if auto_migrate:
                 with translate_database_errors("opening the store"):

@@ -21,6 +21,7 @@ from sqlalchemy import update
 from memstore import jsjson
 from memstore.errors import InvalidArgumentError, JsonlError, MemstoreError
 from memstore.jsonl import ReadOutcome, Record, read_records, session_files, verify_node_id
+from memstore.redact import Redactor
 from memstore.store import import_batch, importing
 from memstore.store.bulk import paused_gc
 from memstore.store.import_batch import (
@@ -31,6 +32,7 @@ from memstore.store.import_batch import (
     Progress,
     start_import,
 )
+from memstore.store.import_redaction import ImportRedaction
 from memstore.store.owners import ImportOwner, release
 from memstore.store.plans import (
     Plan,
@@ -71,6 +73,7 @@ class _ImportOptions:
     verify: bool
     keep_mismatched: bool
     progress: Progress | None
+    redact: Redactor | None = None
 
 
 def _import_node(
@@ -194,13 +197,15 @@ def import_file(
     verify: bool = True,
     keep_mismatched: bool = False,
     progress: Progress | None = None,
+    redact: Redactor | None = None,
 ) -> Plan[FileImport]:
-    """Import one JSONL file into a session (incrementally); see the module docstring."""
+    """Import one JSONL file into a session (incrementally), each turn through `redact` (see
+    `import_redaction`); see the module docstring."""
     from memstore.foreign import check_format  # here: memstore.foreign imports the store
 
     validate_session_id(session_id)
     check_format(path, "jsonl")  # a pi or Claude Code file is refused, naming its format
-    options = _ImportOptions(migrators, verify, keep_mismatched, progress)
+    options = _ImportOptions(migrators, verify, keep_mismatched, progress, redact)
     report = FileImport(path, session_id)
     with path.open("rb") as file:
         yield from start_import(backend)
@@ -270,6 +275,11 @@ def _import_records(
     records = read_records(
         path, file, options.migrators, offset=offset, number=lines + 1, outcome=outcome
     )
+    redaction = None
+    if options.redact is not None:
+        verify = options.verify and not options.keep_mismatched
+        redaction = ImportRedaction(options.redact, path, verify=verify)
+        records = redaction.records(records)
     for chunk in _in_chunks(records, chunks.reading_ahead if chunks is not None else None):
         # The ids these lines name that the session holds already.
         usages = _usage_lines(path, chunk)
@@ -306,6 +316,7 @@ def _import_records(
             yield from chunks.commit()  # the lock is free while the next lines are read
     yield from batch.flush()
     report.warnings.extend(outcome.warnings)
+    report.redacted += redaction.changed if redaction is not None else 0
     return batch
 
 
@@ -330,6 +341,7 @@ def import_plans(
     verify: bool,
     keep_mismatched: bool,
     progress: Progress | None,
+    redact: Redactor | None = None,
 ) -> Iterator[tuple[Path, Plan[FileImport]]]:
     """One import plan per file that an import of `path` covers (each all or nothing), for the
     sync and async stores alike."""
@@ -344,5 +356,6 @@ def import_plans(
                 verify=verify,
                 keep_mismatched=keep_mismatched,
                 progress=progress,
+                redact=redact,
             ),
         )

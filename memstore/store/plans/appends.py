@@ -20,7 +20,8 @@ from memstore.errors import (
     UnknownNodeError,
     UnknownSessionError,
 )
-from memstore.hashing import hash_node
+from memstore.store.copying import BulkRows
+from memstore.store.plans import one_call
 from memstore.store.plans.contract import UNSET, Plan, Step, Unset, now_ms
 from memstore.store.plans.nodes import (
     refuse_bad_node_ids,
@@ -28,6 +29,7 @@ from memstore.store.plans.nodes import (
     session_row,
     stored_node_rows,
 )
+from memstore.store.plans.one_call import chain_nodes
 from memstore.store.plans.paths import load_path_nodes
 from memstore.store.plans.search_index import index_new_nodes
 from memstore.store.plans.sessions import ensure_session, refuse_taken_id
@@ -181,20 +183,17 @@ def append_node(
     validate_session_id(session_id)
     refuse_bad_node_ids(session_id, node.id, node.parent)
     now = now_ms()
+    usages = [usage] if usage else []
+    if backend.appends_in_one_call and one_call.fits([node.turn]):
+        answer = yield from one_call.store_chain(session_id, (node,), now, usages, expected_head)
+        one_call.refuse(session_id, answer.row, expected_head, "an append")
+        if usages:
+            yield from store_usage(backend, session_id, [node.id], usages)
+        return
     head = yield from ensure_session(backend, session_id, now)
     if not isinstance(expected_head, Unset) and head != expected_head:
         raise HeadMovedError(session_id, expected_head, head)
-    yield from store_chain(backend, session_id, (node,), now, [usage] if usage else [])
-
-
-def chain_nodes(parent: str | None, turns: Sequence[Turn], created_at: int) -> list[SessionNode]:
-    """`turns` as a chain of content-addressed nodes under `parent`, all made at `created_at`."""
-    chain: list[SessionNode] = []
-    for turn in turns:
-        node_id = hash_node(parent, turn, created_at)
-        chain.append(SessionNode._stored(node_id, parent, turn, created_at))
-        parent = node_id
-    return chain
+    yield from store_chain(backend, session_id, (node,), now, usages)
 
 
 def append_turns(
@@ -238,8 +237,22 @@ def _append_turns(
     if not turns:
         return []
     now = now_ms()
-    head = yield from ensure_session(backend, session_id, now)
     stamp = now if created_at is None else created_at
+    if backend.appends_in_one_call and one_call.fits(turns):  # PostgreSQL: see `one_call`
+        if isinstance(parent, Unset) and isinstance(expected_head, Unset):
+            chain = yield from one_call.store_from_head(session_id, turns, stamp, now, usages)
+        else:
+            base = expected_head if isinstance(parent, Unset) else parent
+            chain = chain_nodes(None if isinstance(base, Unset) else base, turns, stamp)
+            answer = yield from one_call.store_chain(session_id, chain, now, usages, expected_head)
+            if answer.outcome == "moved":
+                if created_at is not None and (yield from _holds_chain(backend, session_id, chain)):
+                    return chain
+                one_call.refuse(session_id, answer.row, expected_head, "an append")
+        if usages:
+            yield from store_usage(backend, session_id, [node.id for node in chain], usages)
+        return chain
+    head = yield from ensure_session(backend, session_id, now)
     if not isinstance(expected_head, Unset) and head != expected_head:
         base = expected_head if isinstance(parent, Unset) else parent
         landed = chain_nodes(base, turns, stamp)
@@ -270,6 +283,11 @@ def store_chain(
 ) -> Plan[None]:
     """Insert the chain's new nodes, log one append per node (and its usage line), store the
     usage and move the head to the last."""
+    if backend.appends_in_one_call and one_call.fits([node.turn for node in chain]):
+        yield from one_call.store_chain(session_id, chain, now, usages)
+        if usages:
+            yield from store_usage(backend, session_id, [node.id for node in chain], usages)
+        return
     parent = chain[0].parent
     wanted = [node.id for node in chain] + ([parent] if parent is not None else [])
     found = yield from stored_node_rows(backend, session_id, wanted)
@@ -312,15 +330,18 @@ def insert_rows(
     session_id: str,
     node_rows: Sequence[Mapping[str, Any]],
     blocks: Iterable[Mapping[str, Any]],
+    *,
+    bulk: bool = False,
 ) -> Plan[None]:
     """Insert one session's `nodes` rows (parents first) and their `node_blocks` rows, a
     bounded batch at a time (the rows may be built as they are read), and index the nodes'
-    text for full-text search."""
+    text for full-text search. `bulk`: an import's many rows, copied where the backend can
+    (`BulkRows`: PostgreSQL's COPY)."""
     if node_rows:
-        yield INSERT_NODES, node_rows
+        yield BulkRows(INSERT_NODES, node_rows) if bulk else (INSERT_NODES, node_rows)
     rows = iter(blocks)
     while batch := list(itertools.islice(rows, BLOCK_ROWS)):
-        yield INSERT_BLOCKS, batch
+        yield BulkRows(INSERT_BLOCKS, batch) if bulk else (INSERT_BLOCKS, batch)
     if backend.writes_text_index and node_rows:
         yield from index_new_nodes(session_id, node_rows)
 

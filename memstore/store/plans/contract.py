@@ -17,6 +17,7 @@ from typing import Any, Protocol, TypeAlias, TypeVar
 
 from sqlalchemy import Executable
 
+from memstore.store.copying import BulkRows
 from memstore.store.prepared import Params, Prepared
 
 __all__ = [
@@ -53,9 +54,11 @@ class ConnectionStep:
     handler for a time limit (`time_limits.SqliteTimeLimit`)."""
 
 
-Step: TypeAlias = Executable | tuple[Executable | Prepared, Params] | Boundary | ConnectionStep
-"""A statement, or a statement and its parameters (a list of rows: executemany), a
-transaction boundary, or a step on the connection."""
+Step: TypeAlias = (
+    Executable | tuple[Executable | Prepared, Params] | BulkRows | Boundary | ConnectionStep
+)
+"""A statement, or a statement and its parameters (a list of rows: executemany), an import's
+rows (`BulkRows`: COPY on PostgreSQL), a transaction boundary, or a step on the connection."""
 
 
 class StepResult(Protocol):
