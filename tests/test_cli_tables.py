@@ -9,7 +9,8 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from memstore import SessionStore
-from memstore.cli import SQL_TABLE_ROWS, app
+from memstore.cli import app
+from memstore.cli.sessions import SQL_TABLE_ROWS
 from memstore.terminal import data_table
 
 WORDS = "the migration drops the snapshot later and the clock double counts every leaked row"

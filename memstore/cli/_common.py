@@ -1,0 +1,219 @@
+"""What every command shares: the Typer apps, the consoles, the global options, opening the
+store, the one error wrapper, JSON output and the small parsers and formatters of values.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import io
+import json
+import os
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from memstore import __version__
+from memstore._package import DISTRIBUTION
+from memstore.errors import InvalidArgumentError, MemstoreError
+from memstore.store import DEFAULT_URL, SCHEMA_VARIABLE
+
+if TYPE_CHECKING:
+    from memstore.store import SessionInfo, SessionStore
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+app = typer.Typer(
+    name="memstore",
+    help="A memory LLM agents can trust: branchable sessions in SQLite or PostgreSQL.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="markdown",  # a docstring's lines join into paragraphs, as in `--help`'s tests
+)
+db_app = typer.Typer(help="Create, upgrade or inspect the database schema.", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+
+
+out = Console()
+err = Console(stderr=True)
+
+
+@dataclass
+class Settings:
+    """Options shared by every command."""
+
+    db: str
+    schema: str | None = None
+
+
+def friendly_errors(command: Callable[P, R]) -> Callable[P, R]:
+    """The one error wrapper of every command: a MemstoreError becomes one red line on stderr
+    and exit status 1 (2 for arguments the library refuses, as for options Typer refuses)."""
+
+    @functools.wraps(command)
+    def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            result = command(*args, **kwargs)
+            sys.stdout.flush()  # an output error (a full disk, a closed pipe) surfaces here
+            return result
+        except MemstoreError as exc:
+            err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+            raise typer.Exit(2 if isinstance(exc, InvalidArgumentError) else 1) from exc
+        except OSError as exc:
+            _drop_standard_output()
+            err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+            raise typer.Exit(1) from exc
+
+    return run
+
+
+def _drop_standard_output() -> None:
+    """Point standard output at /dev/null, so that its unwritable buffer is not flushed again
+    at exit (which would print a second error, with a traceback)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, io.UnsupportedOperation):
+        pass  # not a real file (a test's capture): nothing will flush it at exit
+
+
+def open_store(
+    ctx: typer.Context, *, auto_migrate: bool = True, read_only: bool = False
+) -> SessionStore:
+    """The store named by `--db` / MEMSTORE_DB (and `--schema` / MEMSTORE_SCHEMA). Commands that
+    only read open it `read_only`: nothing is created or migrated, and a database that is not
+    ready is one line saying what to run."""
+    from memstore.store import SessionStore
+
+    settings: Settings = ctx.obj
+    return SessionStore(
+        settings.db, auto_migrate=auto_migrate, read_only=read_only, schema=settings.schema
+    )
+
+
+def existing_session(store: SessionStore, session_id: str) -> SessionInfo:
+    """The session every read names; one that does not exist is the same error for all of them.
+
+    Raises:
+        UnknownSessionError: no session `session_id`.
+    """
+
+    return store.session_info(session_id)
+
+
+def json_record(value: Any) -> dict[str, Any]:
+    """A dataclass (or dict) of memstore's as a `--json` object: keys in camelCase, as the JSONL
+    files spell them (`createdAt`, `nodeId`); values, and keys inside them, as they are."""
+    from pydantic.alias_generators import to_camel
+
+    plain = dataclasses.is_dataclass(value) and not isinstance(value, type)
+    items = dataclasses.asdict(value) if plain else dict(value)
+    return {to_camel(key): item for key, item in items.items()}
+
+
+def emit_json(value: Any) -> None:
+    """Print a value as JSON for scripts (no colour, no wrapping): indented, or on one line when
+    it nests deeper than the indenting encoder can go."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, indent=2)
+    except RecursionError:
+        from memstore import jsjson
+
+        text = jsjson.dumps(value)  # iterative: any depth
+    print(text)
+
+
+def _print_version(requested: bool) -> None:
+    if requested:
+        print(f"memstore {__version__} (the {DISTRIBUTION} distribution)")
+        raise typer.Exit()
+
+
+@app.callback()
+def options(
+    ctx: typer.Context,
+    db: Annotated[
+        str,
+        typer.Option(
+            "--db",
+            envvar="MEMSTORE_DB",
+            help="Database URL: sqlite:///file.db or postgresql://host/db.",
+            show_default=True,
+        ),
+    ] = DEFAULT_URL,
+    schema: Annotated[
+        str | None,
+        typer.Option(
+            "--schema",
+            envvar=SCHEMA_VARIABLE,
+            help="PostgreSQL: the schema memstore's tables live in (default: the connection's "
+            "current schema, usually public).",
+            show_default=False,
+        ),
+    ] = None,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """A memory LLM agents can trust: branchable sessions in SQLite or PostgreSQL."""
+    ctx.obj = Settings(db=db, schema=schema or None)
+
+
+def confirm(question: str, undone: str) -> None:
+    """Ask `question` on a terminal; without one, refuse (nothing was `undone`) unless --yes."""
+    if not sys.stdin.isatty():
+        raise InvalidArgumentError(f"{question} Nothing was {undone}: pass --yes to confirm.")
+    if not typer.confirm(question, default=False, err=True):
+        raise typer.Exit(1)
+
+
+def counted(n: int, noun: str, none: str) -> str:
+    """'1 warning', '3 warnings', or `none` for zero."""
+    if n == 0:
+        return none
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def time_option(value: str | None, name: str) -> int | None:
+    """A time given on the command line: epoch milliseconds, or an ISO date or time (UTC
+    unless it names its zone)."""
+    from datetime import UTC, datetime
+
+    if value is None:
+        return None
+    if value.lstrip("-").isdigit():
+        return int(value)
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise InvalidArgumentError(
+            f"{name} is epoch milliseconds or an ISO date or time (2026-12-01, "
+            f"2026-12-01T10:00+01:00), not {value!r}"
+        ) from None
+    return int((moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp() * 1000)
+
+
+NodeKey = tuple[str, str]
+"""A node as (session id, node id)."""
+
+
+def short_ids(store: SessionStore, wanted: Iterable[tuple[str, str | None]]) -> dict[NodeKey, str]:
+    """Each (session, node id) pair's short id, unique in its session (a None id: no node)."""
+    pairs = [(session_id, node_id) for session_id, node_id in wanted if node_id is not None]
+    return store.short_node_ids_by_session(pairs) if pairs else {}
+
+
+def shown_id(short: Mapping[NodeKey, str], session_id: str, node_id: str | None) -> str:
+    """A node id as tables show it: its short form, or whole when it has none (or '')."""
+    return "" if node_id is None else short.get((session_id, node_id), node_id)
