@@ -9,6 +9,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from memstore.blocks import BlockColumns, per_kind
+from memstore.errors import InvalidArgumentError
+from memstore.types import MAX_CREATED_AT, MIN_CREATED_AT
 
 __all__ = [
     "UNSPACED",
@@ -81,7 +83,17 @@ def stored_rows(
 ) -> tuple[dict[str, Any], Iterable[dict[str, Any]]]:
     """The `nodes` row of a node whose turn is `turn`, stored as the exact text `turn_json`,
     and its `node_blocks` rows: a list, or for a turn of more than ROWS_AT_ONCE blocks an
-    iterator that builds the rest as they are read (to insert in bounded batches)."""
+    iterator that builds the rest as they are read (to insert in bounded batches).
+
+    Raises:
+        InvalidArgumentError: `created_at` is out of the range both databases hold (int64).
+    """
+    if not MIN_CREATED_AT <= created_at <= MAX_CREATED_AT:
+        node = f"node {node_id[:40]!r}" if node_id else "a turn"
+        raise InvalidArgumentError(
+            f"session {session_id!r}: {node} has created_at {created_at}, "
+            "out of the range the databases hold (-2**63 to 2**63-1 epoch milliseconds)"
+        )
     text, blocks = _derive(session_id, node_id, turn)
     chars = search_chars(text)
     row = {

@@ -38,8 +38,6 @@ from memstore.store.prepared import Prepared
 from memstore.store.rows import stored_rows
 from memstore.store.tables import node_blocks, node_keys, node_usage, nodes, records, sessions
 from memstore.types import (
-    MAX_CREATED_AT,
-    MIN_CREATED_AT,
     SessionNode,
     Turn,
     TurnLike,
@@ -312,11 +310,6 @@ def insert_nodes(backend: Backend, session_id: str, new_nodes: Sequence[SessionN
     node_rows: list[dict[str, Any]] = []
     blocks: list[Iterable[dict[str, Any]]] = []
     for node in new_nodes:
-        if not MIN_CREATED_AT <= node.created_at <= MAX_CREATED_AT:
-            raise InvalidArgumentError(
-                f"session {session_id!r}: node {node.id[:40]!r} has created_at {node.created_at}, "
-                "out of the range the databases hold (-2**63 to 2**63-1 epoch milliseconds)"
-            )
         text = node.turn.json_text()
         turn = jsjson.loads(text)  # the wire dict, for the derived columns: faster than to_json
         row, rows = stored_rows(session_id, node.id, node.parent, node.created_at, turn, text)
