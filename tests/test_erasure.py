@@ -22,6 +22,8 @@ from memstore.errors import InvalidArgumentError, UnknownNodeError, UnknownSessi
 from memstore.invokers import extractive
 from memstore.render import render_html, render_markdown
 
+from .test_cli import invoke
+
 SECRET = "ZebraQuux7731"
 WIDE = "秘密甲乙丙"  # text of a script without spaces: SQLite's second full-text index
 CARD = ModelCard(id="summarizer", context_window=4000, max_output_tokens=500)
@@ -239,3 +241,155 @@ def test_refused_input_changes_nothing(
         store.erase(session_id="s", subject=("k", "v"), reason="r", dry_run=False)
     assert everything_sql(database_url) == before
     assert store.erasures() == []
+
+
+def test_a_subject_named_only_in_session_metadata_erases_those_sessions(
+    store: SessionStore, tmp_path: Path, database_url: str
+) -> None:
+    """No turn carries the key: the sessions whose metadata names the subject go whole, and
+    their forks keep tombstones in place of the copied turns."""
+    store.append("carol-1", said(f"carol's {SECRET}"))
+    store.append("carol-1", said("an answer", None, "assistant"))
+    store.update_session("carol-1", metadata={"user_id": "u-carol", "plan": "pro"})
+    store.fork_session("carol-1", None, "carol-fork")
+    store.append("carol-fork", said("the fork's own turn"))
+    store.append("dave", said("dave's turn"))
+    store.update_session("dave", metadata={"user_id": "u-dave"})
+    report = store.erase(subject=("user_id", "u-carol"), reason="closed", dry_run=False)
+    assert report.sessions == ("carol-1",)
+    assert dict(report.nodes) == {"carol-fork": report.nodes["carol-fork"]}
+    assert len(report.nodes["carol-fork"]) == 2
+    store.vacuum()
+    assert store.list_sessions() == ["carol-fork", "dave"]
+    assert [turn.to_json()["blocks"][0]["text"] for turn in store.load_path("carol-fork")] == [
+        "[erased]",
+        "[erased]",
+        "the fork's own turn",
+    ]
+    assert traces(store, tmp_path, database_url) == []
+    [receipt] = store.erasures()
+    assert (receipt["sessions_deleted"], receipt["nodes_erased"]) == (1, 2)
+    if database_url.startswith("sqlite"):
+        assert SECRET.encode() not in file_bytes(database_url)
+
+
+# --- the command line -------------------------------------------------------------------------
+
+
+def test_memstore_erase_reports_then_erases_with_yes(database_url: str, tmp_path: Path) -> None:
+    with SessionStore(database_url) as store:
+        fill(store, tmp_path)
+        dry = store.erase(subject=("user_id", "u-alice"), reason="r")
+    args = ("erase", "--subject", "user_id=u-alice", "--reason", "GDPR request 17")
+    code, stdout, _ = invoke(database_url, *args)
+    assert code == 0, stdout
+    text = " ".join(stdout.split())
+    for session_id, ids in dry.nodes.items():
+        nodes = f"{len(ids)} node" + ("s" if len(ids) > 1 else "")
+        assert f"would erase {nodes} in session {session_id} (tombstones):" in text
+        assert " ".join(ids) in text
+    assert f"would erase 0 sessions and {dry.node_count} nodes, {dry.summaries} of them" in text
+    assert "nothing was erased: pass --yes to erase" in text
+    code, stdout, _ = invoke(database_url, *args, "--json")
+    report = json.loads(stdout)
+    assert report["erased"] is False
+    assert report["receipt"] is None
+    assert report["target"] == {"key": "user_id", "value": "u-alice"}
+    assert {entry["sessionId"]: entry["nodeIds"] for entry in report["nodes"]} == {
+        session_id: list(ids) for session_id, ids in dry.nodes.items()
+    }
+    assert report["nodeCount"] == dry.node_count
+    assert invoke(database_url, "erasures", "--json")[1].strip() == "[]"
+
+    code, stdout, _ = invoke(database_url, *args, "--yes")
+    assert code == 0
+    assert f"erased 0 sessions and {dry.node_count} nodes" in stdout
+    assert "receipt 1" in stdout
+    assert ("memstore vacuum" in stdout) == database_url.startswith("sqlite")
+    code, stdout, _ = invoke(database_url, "vacuum")
+    assert code == 0
+    assert ("vacuumed" if database_url.startswith("sqlite") else "nothing to do") in stdout
+
+    # every view of the command line shows the tombstones as such, and the secret nowhere
+    views = {
+        "show": invoke(database_url, "show", "shared")[1],
+        "tree": invoke(database_url, "tree", "shared")[1],
+        "show --json": invoke(database_url, "show", "shared", "--json")[1],
+        "search": invoke(database_url, "search", SECRET, "--json")[1],
+        "sql": invoke(database_url, "sql", "SELECT * FROM nodes", "--json")[1],
+        "export": (
+            invoke(database_url, "export", "--all", "-o", str(tmp_path / "out"))[1]
+            + "".join(p.read_text(encoding="utf-8") for p in (tmp_path / "out").iterdir())
+        ),
+    }
+    assert [name for name, shown in views.items() if SECRET in shown or WIDE in shown] == []
+    assert "[erased]" in views["show"]
+    assert "[erased]" in views["tree"]
+    assert json.loads(views["search"]) == []
+    if database_url.startswith("sqlite"):
+        assert SECRET.encode() not in file_bytes(database_url)
+
+    code, stdout, _ = invoke(database_url, "erasures")
+    assert code == 0
+    assert "user_id=u-alice" in stdout
+    assert "GDPR request" in stdout  # the reason wraps on a narrow terminal
+    code, stdout, _ = invoke(database_url, "erasures", "--json")
+    [receipt] = json.loads(stdout)
+    assert receipt["id"] == 1
+    assert receipt["scope"] == "subject"
+    assert receipt["target"] == {"key": "user_id", "value": "u-alice"}
+    assert receipt["reason"] == "GDPR request 17"
+    assert receipt["nodesErased"] == dry.node_count
+    assert receipt["nodes"] == report["nodes"]
+
+
+def test_memstore_erase_takes_a_session_or_a_nodes_short_id(sqlite_url: str) -> None:
+    with SessionStore(sqlite_url) as store:
+        store.append("s", said("start"))
+        node = store.append("s", said(f"the {SECRET}", None, "assistant"))
+        store.append("s", said("end"))
+        store.append("gone", said("all of it"))
+    short = node.id[:8]
+    code, stdout, _ = invoke(
+        sqlite_url, "erase", "--session", "s", "--node", short, "--reason", "r", "--yes", "--json"
+    )
+    assert code == 0, stdout
+    report = json.loads(stdout)
+    assert report["target"] == {"sessionId": "s", "nodeId": node.id}
+    assert report["nodes"] == [{"sessionId": "s", "nodeIds": [node.id]}]
+    code, stdout, _ = invoke(sqlite_url, "erase", "--session", "gone", "--reason", "r", "--yes")
+    assert code == 0
+    assert "erased session gone whole (deleted)" in stdout
+    code, stdout, _ = invoke(sqlite_url, "erasures", "--json")
+    assert [(r["scope"], r["target"]) for r in json.loads(stdout)] == [
+        ("session", {"sessionId": "gone"}),
+        ("node", {"sessionId": "s", "nodeId": node.id}),
+    ]
+    with SessionStore(sqlite_url) as store:
+        assert store.list_sessions() == ["s"]
+        shown = [turn.to_json()["blocks"][0]["text"] for turn in store.load_path("s")]
+        assert shown == ["start", "[erased]", "end"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--subject", "user_id", "--reason", "r"), "--subject: 'user_id' is not KEY=VALUE"),
+        (("--node", "abc", "--reason", "r"), "--node needs --session"),
+        (("--session", "s", "--reason", " "), "reason: say why"),
+        (("--session", "nope", "--reason", "r"), "no session 'nope'"),
+        (("--session", "s", "--node", "ffff", "--reason", "r"), "ffff"),
+        (("--reason", "r"), "erase needs session_id"),
+        (("--session", "s", "--subject", "k=v", "--reason", "r"), "not both"),
+    ],
+)
+def test_memstore_erase_refuses_bad_options(
+    sqlite_url: str, args: tuple[str, ...], message: str
+) -> None:
+    with SessionStore(sqlite_url) as store:
+        store.append("s", said(SECRET))
+    before = everything_sql(sqlite_url)
+    code, _, stderr = invoke(sqlite_url, "erase", *args, "--yes")
+    assert code != 0
+    assert message in " ".join(stderr.split())
+    assert everything_sql(sqlite_url) == before
