@@ -304,6 +304,19 @@ def test_an_adapter_writes_through_the_redactor(database_url: str) -> None:
 # --- imports ---------------------------------------------------------------------------------
 
 
+def _same_session(store: SessionStore, reference: SessionStore, folder: Path) -> bytes:
+    """Check that session "r" of `store` is session "ref" of `reference`: the same ids, and
+    the same export; returns the export's bytes."""
+    assert [n.id for n in store.load_path_nodes("r")] == [
+        n.id for n in reference.load_path_nodes("ref")
+    ]
+    ours, theirs = folder / "ours.jsonl", folder / "theirs.jsonl"
+    store.export_jsonl("r", ours)
+    reference.export_jsonl("ref", theirs)
+    assert ours.read_bytes() == theirs.read_bytes()
+    return ours.read_bytes()
+
+
 def test_a_jsonl_import_stores_redacted_lines_under_the_redacted_ids_and_counts_them(
     open_store: Callable[..., SessionStore], tmp_path: Path
 ) -> None:
@@ -323,16 +336,10 @@ def test_a_jsonl_import_stores_redacted_lines_under_the_redacted_ids_and_counts_
     redacted = [parse_turn(REDACT(parse_turn(turn))) for turn in turns]
     reference.append_many("ref", redacted, created_at=100, usage=usage)
     reference.append("ref", _plain("last"), created_at=200)
-    assert [n.id for n in store.load_path_nodes("r")] == [
-        n.id for n in reference.load_path_nodes("ref")
-    ]
-    ours, theirs = tmp_path / "ours.jsonl", tmp_path / "theirs.jsonl"
-    store.export_jsonl("r", ours)
-    reference.export_jsonl("ref", theirs)
-    assert ours.read_bytes() == theirs.read_bytes()
-    assert b"a1B2a1B2" not in ours.read_bytes().replace(f'"signature":"{_KEY}"'.encode(), b"")
+    ours = _same_session(store, reference, tmp_path)
+    assert b"a1B2a1B2" not in ours.replace(f'"signature":"{_KEY}"'.encode(), b"")
     # The lines the redactor left alone are kept byte for byte (the first node and its head).
-    assert ours.read_bytes().splitlines()[:2] == original.read_bytes().splitlines()[:2]
+    assert ours.splitlines()[:2] == original.read_bytes().splitlines()[:2]
     # Without secrets the count is 0 and the import is the plain one.
     clean = tmp_path / "clean.jsonl"
     reference.export_jsonl("ref", clean)
@@ -462,13 +469,7 @@ def test_a_file_imported_through_the_redactor_imports_again_adding_only_what_it_
     reference.append_many(
         "ref", [_plain("key [REDACTED:openai-key]"), _plain("end")], created_at=200
     )
-    assert [n.id for n in store.load_path_nodes("r")] == [
-        n.id for n in reference.load_path_nodes("ref")
-    ]
-    ours, theirs = tmp_path / "ours.jsonl", tmp_path / "theirs.jsonl"
-    store.export_jsonl("r", ours)
-    reference.export_jsonl("ref", theirs)
-    assert ours.read_bytes() == theirs.read_bytes()
+    _same_session(store, reference, tmp_path)
     # A file whose imported part changed is refused at that line, and nothing is written.
     changed = tmp_path / "changed.jsonl"
     changed.write_bytes(original.read_bytes().replace(b'"hello"', b'"hallo"'))
