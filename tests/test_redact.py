@@ -361,3 +361,79 @@ def test_a_claude_code_import_redacts_the_entries_lines_and_keeps_the_others(
     with pytest.raises(JsonlError, match=r"other.jsonl:3: .*reads whole lines"):
         own.import_claude_code(other)
     assert own.list_sessions() == ["cc"]
+
+
+def test_the_quick_check_sees_through_json_escapes_and_knows_every_pattern() -> None:
+    from memstore import redact
+
+    # A turn whose JSON text hides a secret's fixed characters behind escapes is still read.
+    hidden = Turn.from_json_text(
+        '{"role":"user","blocks":[{"kind":"text","text":"\\u0073k-proj-'
+        + "a1B2" * 8
+        + ' and https:\\/\\/me:hunter2@db"}]}'
+    )
+    assert REDACT(hidden).to_json()["blocks"][0]["text"] == (
+        "[REDACTED:openai-key] and https://me:[REDACTED:url-password]@db"
+    )
+    # Every pattern has its clues, each of which the one quick scan finds.
+    assert list(redact._CLUES) == list(redact.PATTERNS)
+    for clues in redact._CLUES.values():
+        assert all(redact._ANY_CLUE.search(clue) for clue in clues)
+    assert REDACT.may_change('{"text":"Authorization: BEARER abc"}')
+    assert not REDACT.may_change('{"text":"sk_ AKI ghp eyj :/ bear er"}')
+
+
+def test_append_node_refuses_a_node_whose_turn_the_redactor_changes(
+    open_store: Callable[..., SessionStore],
+) -> None:
+    from memstore import SessionGraph
+
+    graph = SessionGraph("s", clock=lambda: 7)
+    secret = graph.append(_SECRET_TURN)
+    store = open_store(redact=secrets())
+    # Its id addresses the turn as given: stored redacted, it would be a wrong content address.
+    with pytest.raises(InvalidArgumentError, match=rf"node '{secret.id}'.*redactor changes"):
+        store.append_node("s", secret)
+    assert store.head("s") is None
+    assert store.load_session("s").all() == []
+    # A node the redactor leaves as it is goes in as usual.
+    clean = SessionGraph("c", clock=lambda: 7).append(_plain("hello"))
+    store.append_node("c", clean)
+    assert store.head("c") == clean.id
+    # A node the session holds already (written before the store redacted) only moves the head.
+    open_store().append_node("s", secret)
+    store.append("s", _plain("next"))
+    store.append_node("s", secret)
+    assert store.head("s") == secret.id
+
+
+def test_compaction_summaries_go_through_the_redactor(
+    open_store: Callable[..., SessionStore],
+) -> None:
+    from memstore import SUMMARY_HEADING, CompactionPolicy, ModelCard
+    from memstore.invokers import extractive
+
+    plain = open_store()  # the turns were stored before the store redacted
+    for n in range(12):
+        text = f"turn {n}: key {_KEY} " + "words " * 100
+        plain.append(
+            "s", {"role": ("user", "assistant")[n % 2], "blocks": [_plain(text)["blocks"][0]]}
+        )
+    seen: list[Turn] = []
+
+    def recording(turn: Turn) -> Turn:
+        seen.append(turn)
+        return REDACT(turn)
+
+    store = open_store(redact=recording)
+    card = ModelCard(id="summarizer", context_window=4000, max_output_tokens=500)
+    result = store.compact_session("s", card, extractive(), CompactionPolicy(keep_recent=2))
+    summary = store.load_path_nodes("s")[0]
+    assert result.summary_node_id == summary.id
+    assert [turn.to_json()["blocks"][0]["text"].split("\n")[0] for turn in seen] == [
+        SUMMARY_HEADING
+    ]
+    text = summary.turn.json_text()
+    assert "key [REDACTED:openai-key]" in text  # the extractive summary quoted the turns
+    assert _KEY not in text
+    assert summary.id == hash_node(None, summary.turn, summary.created_at)
