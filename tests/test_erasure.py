@@ -10,6 +10,7 @@ and refused input changes nothing.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,12 @@ import pytest
 import sqlalchemy
 
 from memstore import CompactionPolicy, ModelCard, SessionGraph, SessionStore
-from memstore.errors import InvalidArgumentError, UnknownNodeError, UnknownSessionError
+from memstore.errors import (
+    InvalidArgumentError,
+    JsonlError,
+    UnknownNodeError,
+    UnknownSessionError,
+)
 from memstore.invokers import extractive
 from memstore.render import render_html, render_markdown
 
@@ -393,3 +399,81 @@ def test_memstore_erase_refuses_bad_options(
     assert code != 0
     assert message in " ".join(stderr.split())
     assert everything_sql(sqlite_url) == before
+
+
+# --- export and import of tombstones --------------------------------------------------------
+
+
+def test_an_export_with_tombstones_imports_again_with_ids_checked(
+    store: SessionStore, tmp_path: Path
+) -> None:
+    """The tombstones' ids no longer hash their content, and the import (which checks ids by
+    default) takes them: as a new session, and again into the session it came from."""
+    fill(store, tmp_path)
+    store.erase(subject=("user_id", "u-alice"), reason="r", dry_run=False)
+    for session_id in ("shared", "imported"):
+        exported = tmp_path / f"{session_id}.jsonl"
+        store.export_session(session_id, exported)
+        assert '"erased":{"at":' in exported.read_text(encoding="utf-8")
+        report = store.import_jsonl(exported, session_id=f"{session_id}-again")
+        assert report.warnings == []
+        again = tmp_path / f"{session_id}-again.jsonl"
+        store.export_session(f"{session_id}-again", again)
+        assert again.read_bytes() == exported.read_bytes()
+        assert (
+            store.load_session(f"{session_id}-again").all() == store.load_session(session_id).all()
+        )
+        store.import_jsonl(exported, session_id=session_id)  # nothing new: the same lines
+        assert store.load_path(session_id) == store.load_path(f"{session_id}-again")
+
+
+def test_only_a_true_tombstone_escapes_the_id_check(store: SessionStore, tmp_path: Path) -> None:
+    """A node whose id does not hash its content is refused unless its turn is exactly a
+    tombstone: one with anything more (a word left in a block, another key) is not."""
+    store.append("s", said("start"))
+    store.append("s", said(f"the {SECRET}", None, "assistant"))
+    node = store.load_session("s").all()[1]
+    store.erase(session_id="s", node_id=node.id, reason="r", dry_run=False)
+    exported = tmp_path / "s.jsonl"
+    store.export_session("s", exported)
+    text = exported.read_text(encoding="utf-8")
+    forged = {
+        "a word kept": text.replace('"text":"[erased]"', f'"text":"[erased] {SECRET}"'),
+        "another key": text.replace('"memstore":{"erased"', '"user_id":"u-1","memstore":{"erased"'),
+        "a time as text": re.sub(r'"at":(\d+)', r'"at":"\1"', text),
+    }
+    for name, changed in forged.items():
+        assert changed != text, name
+        path = tmp_path / f"forged-{len(name)}.jsonl"
+        path.write_text(changed, encoding="utf-8")
+        with pytest.raises(JsonlError, match="is not its content hash"):
+            store.import_jsonl(path, session_id="forged")
+        assert "forged" not in store.list_sessions(), name
+
+
+@pytest.mark.parametrize(
+    "turn",
+    [
+        said("hello"),
+        {"role": "user", "blocks": [{"kind": "thinking", "thinking": "x"}], "extra": 1},
+        {"role": "assistant", "blocks": tool_pair("u")[0]["blocks"]},
+        {"role": "user", "blocks": tool_pair("u")[1]["blocks"]},
+        {"role": "user", "blocks": []},
+    ],
+)
+def test_a_tombstone_is_recognised_as_one_and_an_ordinary_turn_is_not(turn: dict[str, Any]) -> None:
+    from memstore import jsjson
+    from memstore.tombstones import is_tombstone, tombstone
+
+    text = jsjson.dumps(turn)
+    grave = jsjson.dumps(tombstone(turn["role"], text, 1_700_000_000_000, 3))
+    assert is_tombstone(grave)
+    assert not is_tombstone(text)
+    with_text = json.loads(grave)
+    with_text["blocks"].append({"kind": "text", "text": SECRET})
+    assert not is_tombstone(jsjson.dumps(with_text))
+    if with_text["blocks"][0]["kind"] == "tool_call":
+        with_text["blocks"][0]["input"] = {"q": SECRET}
+        assert not is_tombstone(jsjson.dumps(with_text))
+    assert not is_tombstone(grave.replace('"erasure":3', '"erasure":3,"by":"x"'))
+    assert not is_tombstone(json.dumps(json.loads(grave)))  # spaced: not as erase writes it
