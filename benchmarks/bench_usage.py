@@ -145,7 +145,7 @@ def measure(store: SessionStore, rows: int, runs: int, label: str) -> list[tuple
     table: list[tuple[str, ...]] = []
     for by in ("session", "model", "day"):
         floor = raw(store, floor_query(by, store.dialect))
-        ours = store.usage_stats(by)  # type: ignore[arg-type]
+        ours = store.usage_stats(by)
         assert sum(group.nodes for group in ours) == (rows if by == "session" else rows * 19 // 20)
         mine = median_ms(lambda by=by: store.usage_stats(by), runs)  # type: ignore[misc]
         base = median_ms(floor, runs)

@@ -324,7 +324,7 @@ def test_usage_stats_count_each_forked_call_once_in_the_first_visible_session(
     finally:
         marker.close()
     for by in ("session", "model", "day"):
-        found = store.usage_stats(by)  # type: ignore[arg-type]
+        found = store.usage_stats(by)
         got = {
             row.key: (
                 row.nodes,
@@ -340,4 +340,5 @@ def test_usage_stats_count_each_forked_call_once_in_the_first_visible_session(
         costs = [(row.cost_usd, row.input_tokens + row.output_tokens) for row in found]
         assert costs == sorted(costs, reverse=True)
     by_model = {row.key: row.nodes for row in store.usage_stats("model")}
-    assert by_model["m-replaced"] == 1 and sum(by_model.values()) == 9  # 8 calls + "own"
+    assert by_model["m-replaced"] == 1
+    assert sum(by_model.values()) == 9  # 8 calls + "own"

@@ -142,7 +142,7 @@ def usage_totals(backend: Backend, by: str, limit: int | None = None) -> Plan[li
         query = query.join(nodes, of_node)
     if limit is not None:
         query = query.limit(limit)
-    rows = yield query
+    rows = (yield query).all()
     return [
         UsageTotals(
             key=row[0],
