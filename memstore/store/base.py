@@ -393,7 +393,7 @@ class StoreBase(Listing, Retention, Erasure, KeyedAppends, NodeIds, SessionMetad
         ):
             yield from StoreBase.index_search_backlog.program(self)
         plan = search.search(
-            self.dialect, query, session_id=session_id, limit=limit, timeout=timeout
+            self.backend, query, session_id=session_id, limit=limit, timeout=timeout
         )
         return (yield from self._read(plan, "searching"))
 

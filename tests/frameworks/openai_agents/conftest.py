@@ -28,6 +28,15 @@ def make_session(request: pytest.FixtureRequest, database_url: str) -> OnStore:
     return OnStore(request.param, database_url, session_factory)
 
 
+@pytest.fixture(params=["sync-sqlite", "async-postgres"])
+def make_list_session(request: pytest.FixtureRequest) -> OnStore:
+    """Builds MemstoreSessions where the Runner tests built the SDK tests' in-memory
+    SimpleListSession: those test the Runner's persistence, which any store should pass alike,
+    so they run on two variants that cover both stores and both backends, not all four."""
+    flavour, backend = request.param.split("-")
+    return OnStore(flavour, request.getfixturevalue(f"{backend}_url"), session_factory)
+
+
 _RUN_SYNC_ON_ASYNC_STORE = (
     "Runner.run_sync runs the agent on an event loop of its own (here in another thread, as the "
     "tests' helper does) while the test's AsyncSessionStore serves the test's loop: memstore "
@@ -42,6 +51,12 @@ ASYNC_STORE_EXCLUDED = {
         "refuses (EventLoopError, one store per loop; the test's executor.map drops the errors, so "
         "only its final count would fail); it runs on the SessionStore, which threads may share"
     ),
+    "test_output_guardrail_tripwire_does_not_save_assistant_message_to_session_sync": (
+        "a plain function that runs the agent with Runner.run_sync (on an event loop the SDK "
+        "keeps) and then reads the session with asyncio.run (a second loop), which one "
+        "AsyncSessionStore refuses (EventLoopError, one store per loop); it runs on the "
+        "SessionStore"
+    ),
 }
 """Adopted tests whose meaning does not hold on an AsyncSessionStore, with the reason: they
 run on the SessionStore only."""
@@ -52,7 +67,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     skip the async store where a test's meaning needs several loops."""
     for item in items:
         params: dict[str, Any] = getattr(getattr(item, "callspec", None), "params", {})
-        if "openai_agents" not in item.path.parts or params.get("make_session") != "async":
+        on_async_store = (
+            params.get("make_session") == "async"
+            or params.get("make_list_session") == "async-postgres"
+        )
+        if "openai_agents" not in item.path.parts or not on_async_store:
             continue
         reason = ASYNC_STORE_EXCLUDED.get(getattr(item, "originalname", ""))
         if reason is not None:
