@@ -6,6 +6,8 @@ Two cases, each on two identical stores (a copy of the SQLite file; a second Pos
   `"user_id": "u-target"` (the others other users' ids). `erase(subject=("user_id",
   "u-target"))` tombstones those turns in every session.
 - *node*: one session of --long turns; `erase(session_id=, node_id=)` of the turn in its middle.
+- *session*: then that session whole, `erase(session_id=)`; its floor is what `delete_session`
+  runs (unlink the parents, delete the session row, the cascades doing the rest).
 
 The floor is the least SQL that leaves the same rows, on the driver in one transaction (with
 `secure_delete` on SQLite, as erase runs): select the matching nodes by the same JSON predicate,
@@ -110,6 +112,8 @@ def floor_statements(
     postgres: bool, find: str, params: dict[str, str]
 ) -> Callable[[Callable[[str, Any], Any]], list[tuple[str, str]]]:
     """The floor as a function of an `execute(sql, params)` of the driver."""
+    if find == WHOLE:
+        return whole_session(params["session"])
 
     def run(execute: Callable[[str, Any], Any]) -> list[tuple[str, str]]:
         keys = [(row[0], row[1]) for row in execute(find, params)]
@@ -122,6 +126,22 @@ def floor_statements(
         for statement in FOLLOWING[1:]:
             execute(statement, many)
         return keys
+
+    return run
+
+
+WHOLE = "(the session, whole)"
+
+
+def whole_session(session_id: str) -> Callable[[Callable[[str, Any], Any]], list[tuple[str, str]]]:
+    """The floor of a session's erasure: what `delete_session` runs (unlink the parents, delete
+    the session row; the cascades and SQLite's full-text triggers do the rest)."""
+
+    def run(execute: Callable[[str, Any], Any]) -> list[tuple[str, str]]:
+        params = {"s": session_id}
+        execute("UPDATE nodes SET parent_id = NULL WHERE session_id = :s", params)
+        execute("DELETE FROM sessions WHERE id = :s", params)
+        return [(session_id, "")]
 
     return run
 
@@ -163,16 +183,17 @@ def postgres_floor(
 def erased(store: SessionStore, **target: Any) -> tuple[float, int]:
     with timed() as seconds:
         report = store.erase(reason="benchmark", dry_run=False, now=NOW, **target)
-    return seconds[0], report.node_count
+    return seconds[0], report.node_count + len(report.sessions)
 
 
-CASES = ("subject", "node")
+CASES = ("subject", "node", "session")
 
 
 def targets(middle: str) -> dict[str, dict[str, Any]]:
     return {
         "subject": {"subject": ("user_id", "u-target")},
         "node": {"session_id": "long", "node_id": middle},
+        "session": {"session_id": "long"},
     }
 
 
@@ -186,6 +207,7 @@ def sqlite_side(args: argparse.Namespace) -> dict[str, tuple[float, float, int]]
         finds = {
             "subject": (SQLITE_FIND, {"value": "u-target"}),
             "node": (NODE_FIND, {"session": "long", "value": middle}),
+            "session": (WHOLE, {"session": "long"}),
         }
         with SessionStore(f"sqlite:///{first}") as store:
             for case in CASES:
@@ -224,6 +246,7 @@ def postgres_side(args: argparse.Namespace) -> dict[str, tuple[float, float, int
         finds = {
             "subject": (POSTGRES_FIND, {"value": "u-target"}),
             "node": (NODE_FIND, {"session": "long", "value": middles[1]}),
+            "session": (WHOLE, {"session": "long"}),
         }
         for case in CASES:
             run = floor_statements(True, *finds[case])
@@ -263,6 +286,11 @@ def main() -> int:
         print(
             f"{name}: erase of one node in a {args.long:,}-turn session {seconds * 1000:.0f} ms, "
             f"floor {floor * 1000:.1f} ms, {seconds / floor:.0f}x"
+        )
+        floor, seconds, _ = results["session"]
+        print(
+            f"{name}: erase of the {args.long:,}-turn session whole {seconds:.2f} s, "
+            f"floor {floor:.2f} s, {seconds / floor:.1f}x"
         )
     return 1 if failed else 0
 

@@ -328,9 +328,14 @@ def test_memstore_erase_reports_then_erases_with_yes(database_url: str, tmp_path
             + "".join(p.read_text(encoding="utf-8") for p in (tmp_path / "out").iterdir())
         ),
     }
+    for suffix in ("html", "md"):  # the HTML page and the Markdown transcript
+        page = tmp_path / f"shared.{suffix}"
+        assert invoke(database_url, "export", "shared", "-o", str(page))[0] == 0
+        views[suffix] = page.read_text(encoding="utf-8")
     assert [name for name, shown in views.items() if SECRET in shown or WIDE in shown] == []
-    assert "[erased]" in views["show"]
-    assert "[erased]" in views["tree"]
+    for name in ("show", "tree", "html", "md"):
+        assert "[erased]" in views[name], name
+    assert "bob&#x27;s last word" in views["html"] or "bob's last word" in views["html"]
     assert json.loads(views["search"]) == []
     if database_url.startswith("sqlite"):
         assert SECRET.encode() not in file_bytes(database_url)
