@@ -5,6 +5,7 @@ runs on every turn before it is hashed, on every way in."""
 from __future__ import annotations
 
 import string
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -482,24 +483,56 @@ def test_a_file_imported_through_the_redactor_imports_again_adding_only_what_it_
         open_store().import_jsonl(original, session_id="r")
 
 
-def test_a_claude_code_file_imported_through_the_redactor_imports_again(
-    open_store: Callable[..., SessionStore], tmp_path: Path
+@pytest.mark.parametrize("agent", ["claude-code", "pi"])
+def test_an_agent_file_imported_through_the_redactor_imports_again(
+    open_store: Callable[..., SessionStore], tmp_path: Path, agent: str
 ) -> None:
-    from .foreign_lines import claude_code_lines, write_lines
+    from .foreign_lines import claude_code_lines, pi_lines, write_lines
 
     def lines(exchanges: int) -> list[bytes]:
-        found = claude_code_lines("cc", exchanges)
-        found[0] = found[0].replace(b"about zebras", f"key {_KEY}".encode())
+        found = (claude_code_lines if agent == "claude-code" else pi_lines)("a", exchanges)
+        first = 0 if agent == "claude-code" else 1  # pi's first line is its header
+        found[first] = found[first].replace(b"about zebras", f"key {_KEY}".encode())
         return found
 
-    path = write_lines(tmp_path / "cc.jsonl", lines(2))
+    path = write_lines(tmp_path / "a.jsonl", lines(2))
     store = open_store(redact=secrets())
-    assert store.import_claude_code(path).redacted == 1
-    again = store.import_claude_code(path)
+    assert store.import_foreign(path, agent=agent).redacted == 1
+    again = store.import_foreign(path, agent=agent)
     assert (again.files[0].unchanged, again.redacted) == (True, 0)
     write_lines(path, lines(3))
-    grown = store.import_claude_code(path)
-    assert (grown.records, grown.redacted) == (2, 0)
+    grown = store.import_foreign(path, agent=agent)
+    assert (grown.records, grown.redacted) == (len(lines(3)) - len(lines(2)), 0)
+    session = grown.files[0].session_id
     out = tmp_path / "out.jsonl"
-    store.export_jsonl("cc", out)
+    store.export_jsonl(session, out)
     assert out.read_bytes() == path.read_bytes().replace(_KEY.encode(), b"[REDACTED:openai-key]")
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(case=turns())
+def test_a_redacting_store_keeps_no_secret_of_a_generated_corpus_and_nothing_else_changes(
+    tmp_path: Path, case: tuple[dict[str, Any], dict[str, Any]]
+) -> None:
+    original, expected = case
+    clean = parse_turn(expected)
+    name = f"s{uuid.uuid4().hex}"  # each example a session of its own
+    with (
+        SessionStore(f"sqlite:///{tmp_path / 'plain.db'}") as plain,
+        SessionStore(f"sqlite:///{tmp_path / 'redacted.db'}", redact=secrets()) as store,
+    ):
+        # Appended: the stored turn is the expected one, under its content address.
+        node = store.append(name, original, created_at=9)
+        assert node.turn.json_text() == clean.json_text()
+        assert node.id == hash_node(None, clean, 9)
+        # Imported from a file that holds the secrets: the same node, counted once.
+        plain.append(name, original, created_at=9)
+        path = tmp_path / f"{name}.jsonl"
+        plain.export_jsonl(name, path)
+        report = store.import_jsonl(path, session_id=f"{name}-imported")
+        assert report.redacted == int(original != expected)
+        assert store.load_path_nodes(f"{name}-imported") == [node]
