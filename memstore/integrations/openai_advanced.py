@@ -30,7 +30,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import hashlib
-import json
 import logging
 import re
 import tempfile
@@ -38,8 +37,6 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import suppress
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -61,6 +58,7 @@ except ImportError as exc:
     raise MissingExtraError(__name__, "openai-agents", exc) from exc
 
 from memstore.convert.responses import RESPONSES
+from memstore.integrations import _advanced_turns as structure
 from memstore.integrations import _history
 from memstore.integrations._history import AnyStore, History
 from memstore.store import SessionStore
@@ -86,33 +84,6 @@ USAGE_KEY = "openai_agents_turn_usage"
 CLEARS_KEY = "openai_agents_clears"
 """Metadata of the main session: how many times `clear_session` ran (other instances on a
 branch move back to `main` when it changes)."""
-
-_TOOL_CALLS = frozenset(
-    {
-        "tool_call",
-        "function_call",
-        "computer_call",
-        "file_search_call",
-        "web_search_call",
-        "code_interpreter_call",
-        "tool_search_call",
-        "custom_tool_call",
-        "mcp_call",
-        "mcp_approval_request",
-        "shell_call",
-        "apply_patch_call",
-    }
-)
-_NAMED_BY_TYPE = frozenset(
-    {
-        "computer_call",
-        "file_search_call",
-        "web_search_call",
-        "code_interpreter_call",
-        "shell_call",
-        "apply_patch_call",
-    }
-)
 
 
 class MemstoreAdvancedSession:
@@ -298,7 +269,9 @@ class MemstoreAdvancedSession:
 
         async def create() -> tuple[str, str, Any]:
             source_branch = await self._write_branch(source, generation)
-            entries = _entries(await self._run(_path_nodes(self._sid(source_branch), None)))
+            entries = structure.entries(
+                await self._run(_path_nodes(self._sid(source_branch), None))
+            )
             start = next(
                 (
                     index
@@ -329,7 +302,7 @@ class MemstoreAdvancedSession:
                 "Created branch '%s' from turn %s ('%s') in '%s'",
                 name,
                 turn_number,
-                _preview(content, 50),
+                structure.preview(content, 50),
                 source_branch,
             )
         return name
@@ -402,9 +375,9 @@ class MemstoreAdvancedSession:
         `message_count`, `user_turns`, `is_current` and `created_at` (UTC,
         `YYYY-MM-DD HH:MM:SS`)."""
         current = await self._read_branch(None)
-        found: list[tuple[int, str, list[_Entry]]] = []
+        found: list[tuple[int, str, list[structure.Entry]]] = []
         for sid, name in [(self.session_id, MAIN), *await self._branch_sessions()]:
-            entries = _entries(await self._run(_path_nodes(sid, None)))
+            entries = structure.entries(await self._run(_path_nodes(sid, None)))
             if entries:
                 created = entries[0].node.created_at
                 found.append((created, name, entries))
@@ -415,7 +388,7 @@ class MemstoreAdvancedSession:
                 "message_count": len(entries),
                 "user_turns": sum(entry.user for entry in entries),
                 "is_current": name == current,
-                "created_at": _timestamp(created),
+                "created_at": structure.timestamp(created),
             }
             for created, name, entries in found
         ]
@@ -426,7 +399,7 @@ class MemstoreAdvancedSession:
         """The user turns of a branch (default: current): `turn`, `content` (a preview of 100
         characters), `full_content`, `timestamp` and `can_branch` (always True)."""
         entries = await self._branch_entries(branch_id)
-        return [_turn_info(entry, 100) for entry in entries if entry.user]
+        return [structure.turn_info(entry, 100) for entry in entries if entry.user]
 
     async def find_turns_by_content(
         self, search_term: str, branch_id: str | None = None
@@ -438,9 +411,9 @@ class MemstoreAdvancedSession:
         matches = []
         for entry in await self._branch_entries(branch_id):
             if entry.user:
-                texts = _texts(entry.item.get("content", ""))
+                texts = structure.texts(entry.item.get("content", ""))
                 if texts is not None and any(pattern.search(text) for text in texts):
-                    matches.append(_turn_info(entry, None))
+                    matches.append(structure.turn_info(entry, None))
         return matches
 
     async def get_conversation_by_turns(
@@ -462,7 +435,7 @@ class MemstoreAdvancedSession:
         }
         counts: dict[tuple[int, Any], int] = {}
         for entry in entries:
-            if entry.kind in _TOOL_CALLS or (
+            if entry.kind in structure.TOOL_CALLS or (
                 entry.kind == "tool_search_output" and (entry.turn, entry.tool) not in searched
             ):
                 key = (entry.turn, entry.tool)
@@ -487,11 +460,8 @@ class MemstoreAdvancedSession:
                 if self._state[1] != generation:
                     return  # a clear since the call: the turn is gone
                 entries = await self._branch_entries(target)
-                if not entries:
-                    self._logger.debug("Skipping usage store: no turn on branch %r", target)
-                    return
-                turn = entries[-1].turn
-                anchor = next(entry.node.id for entry in entries if entry.turn == turn)
+                turn = entries[-1].turn if entries else 0
+                anchor = next((entry.node.id for entry in entries if entry.turn == turn), None)
                 await self._update_turn_usage_internal(
                     turn, usage, branch_id=target, turn_anchor=anchor
                 )
@@ -507,11 +477,14 @@ class MemstoreAdvancedSession:
             )
 
     async def _update_turn_usage_internal(
-        self, user_turn_number: int, usage: Any, *, branch_id: str, turn_anchor: str
+        self, user_turn_number: int, usage: Any, *, branch_id: str, turn_anchor: str | None
     ) -> None:
-        """Set a turn's usage on a branch, anchored to the turn's first node (the SDK's name
-        of this step, which its tests replace to make it fail)."""
-        row = {**_usage_row(usage), "anchor": turn_anchor}
+        """Set a turn's usage on a branch, anchored to the turn's first node; nothing for a
+        branch without turns (None). The SDK's name of this step, which its tests replace."""
+        if turn_anchor is None:
+            self._logger.debug("Skipping usage store: no turn on branch %r", branch_id)
+            return
+        row = {**structure.usage_row(usage), "anchor": turn_anchor}
         await self._run(_merge(self._sid(branch_id), {USAGE_KEY: {str(user_turn_number): row}}))
 
     async def get_session_usage(self, branch_id: str | None = None) -> dict[str, int] | None:
@@ -541,8 +514,11 @@ class MemstoreAdvancedSession:
         usage = await self._turn_usage(self._sid(branch))
         if user_turn_number is not None:
             row = usage.get(user_turn_number)
-            return {} if row is None else _usage_view(row)
-        return [{"user_turn_number": turn, **_usage_view(usage[turn])} for turn in sorted(usage)]
+            return {} if row is None else structure.usage_view(row)
+        return [
+            {"user_turn_number": turn, **structure.usage_view(usage[turn])}
+            for turn in sorted(usage)
+        ]
 
     # --- helpers -------------------------------------------------------------------------
 
@@ -588,9 +564,9 @@ class MemstoreAdvancedSession:
             return MAIN
         return branch
 
-    async def _branch_entries(self, branch_id: str | None) -> list[_Entry]:
+    async def _branch_entries(self, branch_id: str | None) -> list[structure.Entry]:
         branch = await self._read_branch(branch_id)
-        return _entries(await self._run(_path_nodes(self._sid(branch), None)))
+        return structure.entries(await self._run(_path_nodes(self._sid(branch), None)))
 
     async def _branch_sessions(self) -> list[tuple[str, str]]:
         """The memstore sessions of the branches other than `main`, with their names."""
@@ -604,7 +580,7 @@ class MemstoreAdvancedSession:
         if not stored:
             return {}
         first: dict[int, str] = {}
-        for entry in _entries(await self._run(_path_nodes(sid, None))):
+        for entry in structure.entries(await self._run(_path_nodes(sid, None))):
             first.setdefault(entry.turn, entry.node.id)
         return {
             int(turn): row
@@ -711,135 +687,6 @@ def _created(
         return False
     yield from _merge(sid, names)
     return True
-
-
-# --- items as the SDK's structure rows ------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Entry:
-    """One item of a branch with what the SDK's `message_structure` row says of it."""
-
-    node: SessionNode
-    item: dict[str, Any]
-    kind: str
-    tool: str | None
-    turn: int
-
-    @property
-    def user(self) -> bool:
-        return self.item.get("role") == "user"
-
-
-def _entries(nodes: Sequence[SessionNode]) -> list[_Entry]:
-    """The branch's items, each with its type, tool name and user turn number."""
-    found: list[_Entry] = []
-    turn = 0
-    for node in nodes:
-        for item in RESPONSES.to_items(node.turn):
-            plain = dict(item)
-            if plain.get("role") == "user":
-                turn += 1
-            found.append(_Entry(node, plain, _kind(plain), _tool_name(plain), turn))
-    return found
-
-
-def _kind(item: Mapping[str, Any]) -> str:
-    """The SDK's message type: the role of a user or assistant message, else the item type."""
-    if item.get("role") in ("user", "assistant"):
-        return str(item["role"])
-    if item.get("type"):
-        return str(item["type"])
-    return "other"
-
-
-def _tool_name(item: Mapping[str, Any]) -> str | None:
-    """The tool an item calls, as the SDK names it (`namespace.name`, an MCP server's label,
-    or the built-in tool's type)."""
-    kind = item.get("type")
-    if kind in ("mcp_call", "mcp_approval_request") and "server_label" in item:
-        label, name = item.get("server_label"), item.get("name")
-        if name and label:
-            return f"{label}.{name}"
-        return str(label) if label else str(name) if name else None
-    if kind in ("tool_search_call", "tool_search_output"):
-        return "tool_search"
-    if kind in _NAMED_BY_TYPE:
-        return str(kind)
-    if "name" in item:
-        name, namespace = item.get("name"), item.get("namespace")
-        if name is None:
-            return None
-        name_text = str(name)
-        if isinstance(namespace, str) and namespace and namespace != name_text and name_text:
-            return f"{namespace}.{name_text}"
-        return name_text
-    return None
-
-
-def _texts(content: Any) -> list[str] | None:
-    """The text of a user message's content (a string, or its parts' texts)."""
-    if isinstance(content, str):
-        return [content]
-    if isinstance(content, list) and all(isinstance(part, dict) for part in content):
-        return [str(part.get("text", "")) for part in content]
-    return None
-
-
-def _preview(content: Any, length: int | None) -> str:
-    text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
-    if length is not None and len(text) > length:
-        return text[:length] + "..."
-    return text
-
-
-def _turn_info(entry: _Entry, length: int | None) -> dict[str, Any]:
-    content = entry.item.get("content", "")
-    return {
-        "turn": entry.turn,
-        "content": _preview(content, length),
-        "full_content": content,
-        "timestamp": _timestamp(entry.node.created_at),
-        "can_branch": True,
-    }
-
-
-def _timestamp(epoch_ms: int) -> str:
-    """A time as SQLite's CURRENT_TIMESTAMP writes it (UTC), as the SDK's rows give it."""
-    return datetime.fromtimestamp(epoch_ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
-
-
-def _usage_row(usage: Any) -> dict[str, Any]:
-    """The SDK's `Usage` as the JSON the turn keeps."""
-    return {
-        "requests": usage.requests or 0,
-        "input_tokens": usage.input_tokens or 0,
-        "output_tokens": usage.output_tokens or 0,
-        "total_tokens": usage.total_tokens or 0,
-        "input_tokens_details": _details(getattr(usage, "input_tokens_details", None)),
-        "output_tokens_details": _details(getattr(usage, "output_tokens_details", None)),
-    }
-
-
-def _details(details: Any) -> Any:
-    if not details:
-        return None
-    try:
-        return json.loads(json.dumps(details.__dict__))
-    except (TypeError, ValueError, AttributeError):
-        return None
-
-
-def _usage_view(row: Mapping[str, Any]) -> dict[str, Any]:
-    names = (
-        "requests",
-        "input_tokens",
-        "output_tokens",
-        "total_tokens",
-        "input_tokens_details",
-        "output_tokens_details",
-    )
-    return {name: row.get(name) for name in names}
 
 
 def _plain(item: Any) -> dict[str, Any]:

@@ -84,14 +84,15 @@ EXCLUDED = {
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    from tests.frameworks.openai_advanced_expected import EXPECTED
+    from tests.frameworks.openai_advanced_expected import expected_for
 
     for item in items:
         name = getattr(item, "originalname", "")
         if "frameworks" not in str(item.path):
             continue
         if item.path.name == "test_openai_advanced_sqlite_session.py":
-            expected = EXPECTED.get(name)
+            callspec = getattr(item, "callspec", None)
+            expected = expected_for(name, callspec.id if callspec is not None else "")
             if expected is not None:
                 mark = pytest.mark.xfail(strict=True, reason=expected.reason, run=expected.run)
                 item.add_marker(mark)
