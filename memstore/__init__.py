@@ -143,6 +143,7 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 
+# generated: exports by scripts/gen_docs.py from the imports above; do not edit
 _EXPORTED_FROM: dict[str, tuple[str, ...]] = {
     "memstore.condense": (
         "SUMMARY_HEADING",
@@ -166,20 +167,32 @@ _EXPORTED_FROM: dict[str, tuple[str, ...]] = {
         "SessionInfo",
         "SessionStore",
     ),
-    "memstore.store.exports": ("ExportFormat", "ExportReport", "ExportedFile", "RefusedExport"),
+    "memstore.store.aio": (
+        "AsyncSessionHandle",
+        "AsyncSessionStore",
+    ),
+    "memstore.store.exports": (
+        "ExportedFile",
+        "ExportFormat",
+        "ExportReport",
+        "RefusedExport",
+    ),
     "memstore.store.names": ("include_object",),
-    "memstore.store.plans": ("SessionPage", "StoreStats", "UsageTotals"),
+    "memstore.store.plans": (
+        "SessionPage",
+        "StoreStats",
+        "UsageTotals",
+    ),
     "memstore.store.plans.erasure": ("ErasureReport",),
     "memstore.store.plans.retention": (
         "ExpiryDefaults",
-        "PruneReport",
         "PrunedBranches",
         "PrunedSession",
+        "PruneReport",
     ),
     "memstore.store.readonly": ("QueryResult",),
     "memstore.store.search": ("SearchHit",),
     "memstore.store.transfer": ("ImportReport",),
-    "memstore.usage": ("NodeUsage",),
     "memstore.types": (
         "AgentConfig",
         "Block",
@@ -223,31 +236,9 @@ _EXPORTED_FROM: dict[str, tuple[str, ...]] = {
         "parse_turn",
         "validate_session_id",
     ),
-    "memstore.store.aio": ("AsyncSessionHandle", "AsyncSessionStore"),
+    "memstore.usage": ("NodeUsage",),
 }
-"""Where each lazily exported name lives: importing memstore stays fast, a name costs its module."""
-_MODULE_OF = {name: module for module, names in _EXPORTED_FROM.items() for name in names}
-
-
-def __getattr__(name: str) -> Any:
-    """Import an exported name's module on first use (the async store needs the `async` extra)."""
-    module_name = _MODULE_OF.get(name)
-    if module_name is None:
-        raise AttributeError(f"module 'memstore' has no attribute {name!r}")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        if module_name != "memstore.store.aio":
-            raise
-        raise MissingExtraError(name, "async", exc) from exc
-    value = getattr(module, name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_MODULE_OF})
-
+"""Where each lazily exported name lives: importing memstore stays fast."""
 
 __all__ = [
     "SUMMARY_HEADING",
@@ -360,3 +351,25 @@ __all__ = [
     "summarize",
     "validate_session_id",
 ]
+# end generated: exports
+_MODULE_OF = {name: module for module, names in _EXPORTED_FROM.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    """Import an exported name's module on first use (the async store needs the `async` extra)."""
+    module_name = _MODULE_OF.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'memstore' has no attribute {name!r}")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        if module_name != "memstore.store.aio":
+            raise
+        raise MissingExtraError(name, "async", exc) from exc
+    value = getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_MODULE_OF})

@@ -23,6 +23,7 @@ from memstore.blocks import turn_problem
 from memstore.errors import InvalidJsonError, InvalidSessionIdError, JsonlError
 from memstore.graph import SessionGraph
 from memstore.hashing import hash_node_text
+from memstore.tombstones import is_tombstone
 from memstore.types import (
     MAX_CREATED_AT,
     MIN_CREATED_AT,
@@ -364,10 +365,12 @@ def read_records(
 
 
 def verify_node_id(path: object, record: Record) -> str | None:
-    """A message if the node's id is not the content hash of its parent, turn and time."""
+    """A message if the node's id is not the content hash of its parent, turn and time, unless
+    its turn is a tombstone (`memstore.tombstones`): an erased node keeps the id of the content
+    it no longer holds, and a tombstone holds nothing an id could vouch for."""
     assert record.node_id is not None
     expected = hash_node_text(record.parent, record.turn_json.encode(), record.created_at)
-    if expected == record.node_id:
+    if expected == record.node_id or is_tombstone(record.turn_json):
         return None
     return (
         f"{path}:{record.line.number}: node id {record.node_id!r} is not its content hash "

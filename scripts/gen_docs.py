@@ -9,6 +9,10 @@ reference (read from the commands' own help). Each lives in a page between two m
     ...
     <!-- end generated: NAME -->
 
+One part of the code is generated the same way, between `# generated: NAME ...` comments: the
+package's public names are written once, as the imports of `memstore/__init__.py`, and its lazy
+import table and `__all__` are derived from them.
+
     python scripts/gen_docs.py          # rewrite the generated parts
     python scripts/gen_docs.py --check  # exit 1, naming the stale pages, when any is out of date
 
@@ -19,6 +23,8 @@ is not regenerated fails the suite.
 from __future__ import annotations
 
 import argparse
+import ast
+import itertools
 import json
 import re
 import sqlite3
@@ -36,9 +42,12 @@ from memstore.cli import app
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
+PACKAGE_INIT = ROOT / "memstore" / "__init__.py"
 
 START = "<!-- generated: {name} by scripts/gen_docs.py; edit the generator, not this part -->"
 END = "<!-- end generated: {name} -->"
+CODE_START = "# generated: {name} by scripts/gen_docs.py from the imports above; do not edit"
+CODE_END = "# end generated: {name}"
 
 # One example of each block kind, checked against the kind's own rule when generating.
 BLOCK_EXAMPLES: dict[str, str] = {
@@ -164,6 +173,37 @@ def render_cli() -> str:
     return "\n".join(out).rstrip()
 
 
+def render_exports() -> str:
+    """`memstore/__init__.py`'s lazy import table and `__all__`, from its imports: the names
+    imported for the type checker (under TYPE_CHECKING) are loaded on first use, the names
+    imported at the top are loaded with the package; both are exported, with `__version__`."""
+    lazy: dict[str, list[str]] = {}
+    eager: list[str] = ["__version__"]
+    for node in ast.parse(PACKAGE_INIT.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            for statement in node.body:
+                if not isinstance(statement, ast.ImportFrom) or statement.module is None:
+                    raise ValueError(f"line {statement.lineno}: only `from X import Y` here")
+                lazy.setdefault(statement.module, []).extend(a.name for a in statement.names)
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("memstore"):
+            eager.extend(alias.name for alias in node.names)
+    out = ["_EXPORTED_FROM: dict[str, tuple[str, ...]] = {"]
+    for module, names in lazy.items():
+        if len(names) == 1:  # as ruff formats a tuple of one
+            out.append(f'    "{module}": ("{names[0]}",),')
+        else:
+            out += [f'    "{module}": (', *(f'        "{name}",' for name in names), "    ),"]
+    out += ["}", '"""Where each lazily exported name lives: importing memstore stays fast."""', ""]
+    every = sorted({*eager, *itertools.chain.from_iterable(lazy.values())}, key=_export_order)
+    out += ["__all__ = [", *(f'    "{name}",' for name in every), "]"]
+    return "\n".join(out)
+
+
+def _export_order(name: str) -> tuple[bool, str]:
+    """Constants first, then the rest by name (ruff's order for `__all__`)."""
+    return (not name.isupper(), name)
+
+
 # Typer vendors its own click, so commands and parameters are read by their attributes.
 def _commands(command: Any, path: list[str]) -> Iterator[tuple[list[str], Any]]:
     yield path, command
@@ -228,12 +268,15 @@ GENERATED: dict[str, Callable[[], str]] = {
     "schema": render_schema,
     "cli": render_cli,
 }
+CODE_GENERATED: dict[str, Callable[[], str]] = {"exports": render_exports}
 
 
-def regenerated(text: str, parts: dict[str, str]) -> str:
-    """`text` with each generated part between its markers replaced by its current content."""
+def regenerated(text: str, parts: dict[str, str], *, code: bool = False) -> str:
+    """`text` with each generated part between its markers replaced by its current content
+    (`code`: the markers of a Python file)."""
     for name, content in parts.items():
-        start, end = START.format(name=name), END.format(name=name)
+        start, end = (CODE_START, CODE_END) if code else (START, END)
+        start, end = start.format(name=name), end.format(name=name)
         pattern = re.compile(re.escape(start) + r"\n.*?" + re.escape(end), re.DOTALL)
         for found in reversed(list(pattern.finditer(text))):
             part = f"{start}\n{content}\n{end}"
@@ -246,19 +289,26 @@ def pages() -> list[Path]:
     return sorted(path for path in DOCS.rglob("*.md") if "<!-- generated: " in path.read_text())
 
 
-def stale_pages() -> list[Path]:
-    """The pages whose generated parts differ from what the code generates now."""
+def _current() -> Iterator[tuple[Path, str, str]]:
+    """Each file holding generated parts: its text now, and with its parts regenerated."""
     parts = {name: render() for name, render in GENERATED.items()}
-    return [page for page in pages() if regenerated(page.read_text(), parts) != page.read_text()]
+    for page in pages():
+        text = page.read_text()
+        yield page, text, regenerated(text, parts)
+    code_parts = {name: render() for name, render in CODE_GENERATED.items()}
+    text = PACKAGE_INIT.read_text()
+    yield PACKAGE_INIT, text, regenerated(text, code_parts, code=True)
+
+
+def stale_pages() -> list[Path]:
+    """The files whose generated parts differ from what the code generates now."""
+    return [page for page, text, new in _current() if new != text]
 
 
 def regenerate() -> list[Path]:
-    """Rewrite every stale page; returns the pages rewritten."""
-    parts = {name: render() for name, render in GENERATED.items()}
+    """Rewrite every stale file; returns the files rewritten."""
     rewritten = []
-    for page in pages():
-        text = page.read_text()
-        new = regenerated(text, parts)
+    for page, text, new in _current():
         if new != text:
             page.write_text(new)
             rewritten.append(page)

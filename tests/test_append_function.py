@@ -168,7 +168,10 @@ def test_two_async_stores_appending_at_once_make_one_chain(database_url: str) ->
 
 
 def test_the_migration_installs_and_drops_the_function(postgres_url: str) -> None:
-    exists = sqlalchemy.text("SELECT count(*) FROM pg_proc WHERE proname = 'memstore_append'")
+    exists = sqlalchemy.text(  # in this test's schema: other tests' schemas hold theirs
+        "SELECT count(*) FROM pg_proc WHERE proname = 'memstore_append'"
+        " AND pronamespace = current_schema()::regnamespace"
+    )
     store = SessionStore(postgres_url)
     engine = create_store_engine(postgres_url)
     try:

@@ -265,3 +265,40 @@ def test_every_command_runs_in_a_real_process(tmp_path: Path) -> None:
         if "--json" in command:
             json.loads(done.stdout)
     assert (tmp_path / "b.jsonl").read_bytes() == (LEGACY / "branching.jsonl").read_bytes()
+
+
+def test_import_redact_secrets_counts_the_turns_it_changed(
+    database_url: str, tmp_path: Path
+) -> None:
+    from memstore import SessionStore
+    from memstore.cli.files import _import_line
+    from memstore.store.import_batch import FileImport
+
+    key = "sk-proj-" + "a1B2" * 8
+    source = tmp_path / "s.jsonl"
+    with SessionStore(f"sqlite:///{tmp_path / 'source.db'}") as store:
+        turns = [
+            {"role": "user", "blocks": [{"kind": "text", "text": f"{n} {key}"}]} for n in (1, 2)
+        ]
+        store.append_many("s", [*turns, {"role": "user", "blocks": []}], created_at=5)
+        store.export_jsonl("s", source)
+    code, stdout, _ = invoke(database_url, "import", "--redact-secrets", "--json", str(source))
+    assert code == 0
+    (item,) = json.loads(stdout)["files"]
+    assert (item["sessionId"], item["nodes"], item["redacted"]) == ("s", 3, 2)
+    exported = tmp_path / "out.jsonl"
+    assert invoke(database_url, "export", "s", "-o", str(exported))[0] == 0
+    assert key not in exported.read_text()
+    assert "[REDACTED:openai-key]" in exported.read_text()
+    # Again with the redactor: recognised as imported; the table has a column for the count.
+    code, stdout, _ = invoke(database_url, "import", "--redact-secrets", str(source))
+    assert code == 0
+    assert "redacted" in stdout
+    assert "unchanged" in stdout
+    # Without it, the file's lines are not what the session holds: refused, naming the line.
+    code, _, stderr = invoke(database_url, "import", str(source))
+    assert code == 1
+    assert "s.jsonl:1: this line differs" in stderr
+    # A watch prints one line per file that changed.
+    line = _import_line(FileImport(source, "s", records=4, nodes=2, redacted=2))
+    assert line == "s: +4 lines, +2 nodes, 2 turns redacted"

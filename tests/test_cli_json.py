@@ -30,6 +30,8 @@ COMMANDS: dict[str, tuple[list[str], set[str]]] = {
     "stats": ([], set()),
     "compact": (["branching", "--keep-recent", "1"], set()),
     "prune": (["--older-than", "0s"], set()),  # a dry run: it reports, deletes nothing
+    "erase": (["--session", "branching", "--reason", "a test"], set()),  # a dry run
+    "erasures": ([], set()),  # the receipt the setup wrote
     "expiry set": (["branching", "--in", "30d"], set()),
     "expiry clear": (["branching"], set()),
     "expiry defaults": ([], set()),
@@ -71,6 +73,7 @@ def test_every_json_output_names_its_keys_in_camel_case(tmp_path: Path) -> None:
     with SessionStore(url) as store:
         store.import_jsonl(LEGACY / "branching.jsonl")
         store.update_session("branching", metadata={"snake_case": 1, "Any Key": {"x_y": 2}})
+        store.erase(subject=("user_id", "nobody"), reason="a receipt", dry_run=False)
     runner = CliRunner()
     for command, (args, user_parts) in COMMANDS.items():
         result = runner.invoke(app, ["--db", url, *command.split(), "--json", *args])
@@ -100,6 +103,7 @@ def test_every_json_output_names_a_session_by_session_id(tmp_path: Path) -> None
     url = f"sqlite:///{tmp_path / 'json.db'}"
     with SessionStore(url) as store:
         store.import_jsonl(LEGACY / "branching.jsonl")
+        store.erase(subject=("user_id", "nobody"), reason="a receipt", dry_run=False)
     runner = CliRunner()
     naming = set()
     for command, (args, user_parts) in COMMANDS.items():
@@ -116,6 +120,7 @@ def test_every_json_output_names_a_session_by_session_id(tmp_path: Path) -> None
         "search",
         "compact",
         "prune",
+        "erase",
         "expiry set",
         "expiry clear",
     }

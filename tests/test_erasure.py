@@ -10,6 +10,7 @@ and refused input changes nothing.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,9 +19,16 @@ import pytest
 import sqlalchemy
 
 from memstore import CompactionPolicy, ModelCard, SessionGraph, SessionStore
-from memstore.errors import InvalidArgumentError, UnknownNodeError, UnknownSessionError
+from memstore.errors import (
+    InvalidArgumentError,
+    JsonlError,
+    UnknownNodeError,
+    UnknownSessionError,
+)
 from memstore.invokers import extractive
 from memstore.render import render_html, render_markdown
+
+from .test_cli import invoke
 
 SECRET = "ZebraQuux7731"
 WIDE = "秘密甲乙丙"  # text of a script without spaces: SQLite's second full-text index
@@ -239,3 +247,238 @@ def test_refused_input_changes_nothing(
         store.erase(session_id="s", subject=("k", "v"), reason="r", dry_run=False)
     assert everything_sql(database_url) == before
     assert store.erasures() == []
+
+
+def test_a_subject_named_only_in_session_metadata_erases_those_sessions(
+    store: SessionStore, tmp_path: Path, database_url: str
+) -> None:
+    """No turn carries the key: the sessions whose metadata names the subject go whole, and
+    their forks keep tombstones in place of the copied turns."""
+    store.append("carol-1", said(f"carol's {SECRET}"))
+    store.append("carol-1", said("an answer", None, "assistant"))
+    store.update_session("carol-1", metadata={"user_id": "u-carol", "plan": "pro"})
+    store.fork_session("carol-1", None, "carol-fork")
+    store.append("carol-fork", said("the fork's own turn"))
+    store.append("dave", said("dave's turn"))
+    store.update_session("dave", metadata={"user_id": "u-dave"})
+    report = store.erase(subject=("user_id", "u-carol"), reason="closed", dry_run=False)
+    assert report.sessions == ("carol-1",)
+    assert dict(report.nodes) == {"carol-fork": report.nodes["carol-fork"]}
+    assert len(report.nodes["carol-fork"]) == 2
+    store.vacuum()
+    assert store.list_sessions() == ["carol-fork", "dave"]
+    assert [turn.to_json()["blocks"][0]["text"] for turn in store.load_path("carol-fork")] == [
+        "[erased]",
+        "[erased]",
+        "the fork's own turn",
+    ]
+    assert traces(store, tmp_path, database_url) == []
+    [receipt] = store.erasures()
+    assert (receipt["sessions_deleted"], receipt["nodes_erased"]) == (1, 2)
+    if database_url.startswith("sqlite"):
+        assert SECRET.encode() not in file_bytes(database_url)
+
+
+# --- the command line -------------------------------------------------------------------------
+
+
+def test_memstore_erase_reports_then_erases_with_yes(database_url: str, tmp_path: Path) -> None:
+    with SessionStore(database_url) as store:
+        fill(store, tmp_path)
+        dry = store.erase(subject=("user_id", "u-alice"), reason="r")
+    args = ("erase", "--subject", "user_id=u-alice", "--reason", "GDPR request 17")
+    code, stdout, _ = invoke(database_url, *args)
+    assert code == 0, stdout
+    text = " ".join(stdout.split())
+    for session_id, ids in dry.nodes.items():
+        nodes = f"{len(ids)} node" + ("s" if len(ids) > 1 else "")
+        assert f"would erase {nodes} in session {session_id} (tombstones):" in text
+        assert " ".join(ids) in text
+    assert f"would erase 0 sessions and {dry.node_count} nodes, {dry.summaries} of them" in text
+    assert "nothing was erased: pass --yes to erase" in text
+    code, stdout, _ = invoke(database_url, *args, "--json")
+    report = json.loads(stdout)
+    assert report["erased"] is False
+    assert report["receipt"] is None
+    assert report["target"] == {"key": "user_id", "value": "u-alice"}
+    assert {entry["sessionId"]: entry["nodeIds"] for entry in report["nodes"]} == {
+        session_id: list(ids) for session_id, ids in dry.nodes.items()
+    }
+    assert report["nodeCount"] == dry.node_count
+    assert invoke(database_url, "erasures", "--json")[1].strip() == "[]"
+
+    code, stdout, _ = invoke(database_url, *args, "--yes")
+    assert code == 0
+    assert f"erased 0 sessions and {dry.node_count} nodes" in stdout
+    assert "receipt 1" in stdout
+    assert ("memstore vacuum" in stdout) == database_url.startswith("sqlite")
+    code, stdout, _ = invoke(database_url, "vacuum")
+    assert code == 0
+    assert ("vacuumed" if database_url.startswith("sqlite") else "nothing to do") in stdout
+
+    # every view of the command line shows the tombstones as such, and the secret nowhere
+    views = {
+        "show": invoke(database_url, "show", "shared")[1],
+        "tree": invoke(database_url, "tree", "shared")[1],
+        "show --json": invoke(database_url, "show", "shared", "--json")[1],
+        "search": invoke(database_url, "search", SECRET, "--json")[1],
+        "sql": invoke(database_url, "sql", "SELECT * FROM nodes", "--json")[1],
+        "export": (
+            invoke(database_url, "export", "--all", "-o", str(tmp_path / "out"))[1]
+            + "".join(p.read_text(encoding="utf-8") for p in (tmp_path / "out").iterdir())
+        ),
+    }
+    for suffix in ("html", "md"):  # the HTML page and the Markdown transcript
+        page = tmp_path / f"shared.{suffix}"
+        assert invoke(database_url, "export", "shared", "-o", str(page))[0] == 0
+        views[suffix] = page.read_text(encoding="utf-8")
+    assert [name for name, shown in views.items() if SECRET in shown or WIDE in shown] == []
+    for name in ("show", "tree", "html", "md"):
+        assert "[erased]" in views[name], name
+    assert "bob&#x27;s last word" in views["html"] or "bob's last word" in views["html"]
+    assert json.loads(views["search"]) == []
+    if database_url.startswith("sqlite"):
+        assert SECRET.encode() not in file_bytes(database_url)
+
+    code, stdout, _ = invoke(database_url, "erasures")
+    assert code == 0
+    assert "user_id=u-alice" in stdout
+    assert "GDPR request" in stdout  # the reason wraps on a narrow terminal
+    code, stdout, _ = invoke(database_url, "erasures", "--json")
+    [receipt] = json.loads(stdout)
+    assert receipt["id"] == 1
+    assert receipt["scope"] == "subject"
+    assert receipt["target"] == {"key": "user_id", "value": "u-alice"}
+    assert receipt["reason"] == "GDPR request 17"
+    assert receipt["nodesErased"] == dry.node_count
+    assert receipt["nodes"] == report["nodes"]
+
+
+def test_memstore_erase_takes_a_session_or_a_nodes_short_id(sqlite_url: str) -> None:
+    with SessionStore(sqlite_url) as store:
+        store.append("s", said("start"))
+        node = store.append("s", said(f"the {SECRET}", None, "assistant"))
+        store.append("s", said("end"))
+        store.append("gone", said("all of it"))
+    short = node.id[:8]
+    code, stdout, _ = invoke(
+        sqlite_url, "erase", "--session", "s", "--node", short, "--reason", "r", "--yes", "--json"
+    )
+    assert code == 0, stdout
+    report = json.loads(stdout)
+    assert report["target"] == {"sessionId": "s", "nodeId": node.id}
+    assert report["nodes"] == [{"sessionId": "s", "nodeIds": [node.id]}]
+    code, stdout, _ = invoke(sqlite_url, "erase", "--session", "gone", "--reason", "r", "--yes")
+    assert code == 0
+    assert "erased session gone whole (deleted)" in stdout
+    code, stdout, _ = invoke(sqlite_url, "erasures", "--json")
+    assert [(r["scope"], r["target"]) for r in json.loads(stdout)] == [
+        ("session", {"sessionId": "gone"}),
+        ("node", {"sessionId": "s", "nodeId": node.id}),
+    ]
+    with SessionStore(sqlite_url) as store:
+        assert store.list_sessions() == ["s"]
+        shown = [turn.to_json()["blocks"][0]["text"] for turn in store.load_path("s")]
+        assert shown == ["start", "[erased]", "end"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--subject", "user_id", "--reason", "r"), "--subject: 'user_id' is not KEY=VALUE"),
+        (("--node", "abc", "--reason", "r"), "--node needs --session"),
+        (("--session", "s", "--reason", " "), "reason: say why"),
+        (("--session", "nope", "--reason", "r"), "no session 'nope'"),
+        (("--session", "s", "--node", "ffff", "--reason", "r"), "ffff"),
+        (("--reason", "r"), "erase needs session_id"),
+        (("--session", "s", "--subject", "k=v", "--reason", "r"), "not both"),
+    ],
+)
+def test_memstore_erase_refuses_bad_options(
+    sqlite_url: str, args: tuple[str, ...], message: str
+) -> None:
+    with SessionStore(sqlite_url) as store:
+        store.append("s", said(SECRET))
+    before = everything_sql(sqlite_url)
+    code, _, stderr = invoke(sqlite_url, "erase", *args, "--yes")
+    assert code != 0
+    assert message in " ".join(stderr.split())
+    assert everything_sql(sqlite_url) == before
+
+
+# --- export and import of tombstones --------------------------------------------------------
+
+
+def test_an_export_with_tombstones_imports_again_with_ids_checked(
+    store: SessionStore, tmp_path: Path
+) -> None:
+    """The tombstones' ids no longer hash their content, and the import (which checks ids by
+    default) takes them: as a new session, and again into the session it came from."""
+    fill(store, tmp_path)
+    store.erase(subject=("user_id", "u-alice"), reason="r", dry_run=False)
+    for session_id in ("shared", "imported"):
+        exported = tmp_path / f"{session_id}.jsonl"
+        store.export_session(session_id, exported)
+        assert '"erased":{"at":' in exported.read_text(encoding="utf-8")
+        report = store.import_jsonl(exported, session_id=f"{session_id}-again")
+        assert report.warnings == []
+        again = tmp_path / f"{session_id}-again.jsonl"
+        store.export_session(f"{session_id}-again", again)
+        assert again.read_bytes() == exported.read_bytes()
+        assert (
+            store.load_session(f"{session_id}-again").all() == store.load_session(session_id).all()
+        )
+        store.import_jsonl(exported, session_id=session_id)  # nothing new: the same lines
+        assert store.load_path(session_id) == store.load_path(f"{session_id}-again")
+
+
+def test_only_a_true_tombstone_escapes_the_id_check(store: SessionStore, tmp_path: Path) -> None:
+    """A node whose id does not hash its content is refused unless its turn is exactly a
+    tombstone: one with anything more (a word left in a block, another key) is not."""
+    store.append("s", said("start"))
+    store.append("s", said(f"the {SECRET}", None, "assistant"))
+    node = store.load_session("s").all()[1]
+    store.erase(session_id="s", node_id=node.id, reason="r", dry_run=False)
+    exported = tmp_path / "s.jsonl"
+    store.export_session("s", exported)
+    text = exported.read_text(encoding="utf-8")
+    forged = {
+        "a word kept": text.replace('"text":"[erased]"', f'"text":"[erased] {SECRET}"'),
+        "another key": text.replace('"memstore":{"erased"', '"user_id":"u-1","memstore":{"erased"'),
+        "a time as text": re.sub(r'"at":(\d+)', r'"at":"\1"', text),
+    }
+    for name, changed in forged.items():
+        assert changed != text, name
+        path = tmp_path / f"forged-{len(name)}.jsonl"
+        path.write_text(changed, encoding="utf-8")
+        with pytest.raises(JsonlError, match="is not its content hash"):
+            store.import_jsonl(path, session_id="forged")
+        assert "forged" not in store.list_sessions(), name
+
+
+@pytest.mark.parametrize(
+    "turn",
+    [
+        said("hello"),
+        {"role": "user", "blocks": [{"kind": "thinking", "thinking": "x"}], "extra": 1},
+        {"role": "assistant", "blocks": tool_pair("u")[0]["blocks"]},
+        {"role": "user", "blocks": tool_pair("u")[1]["blocks"]},
+        {"role": "user", "blocks": []},
+    ],
+)
+def test_a_tombstone_is_recognised_as_one_and_an_ordinary_turn_is_not(turn: dict[str, Any]) -> None:
+    from memstore import jsjson
+    from memstore.tombstones import is_tombstone, tombstone
+
+    text = jsjson.dumps(turn)
+    grave = jsjson.dumps(tombstone(turn["role"], text, 1_700_000_000_000, 3))
+    assert is_tombstone(grave)
+    assert not is_tombstone(text)
+    with_text = json.loads(grave)
+    with_text["blocks"].append({"kind": "text", "text": SECRET})
+    assert not is_tombstone(jsjson.dumps(with_text))
+    if with_text["blocks"][0]["kind"] == "tool_call":
+        with_text["blocks"][0]["input"] = {"q": SECRET}
+        assert not is_tombstone(jsjson.dumps(with_text))
+    assert not is_tombstone(grave.replace('"erasure":3', '"erasure":3,"by":"x"'))
+    assert not is_tombstone(json.dumps(json.loads(grave)))  # spaced: not as erase writes it

@@ -1,5 +1,5 @@
 """The OpenAI Agents SDK's advanced session on memstore (`MemstoreAdvancedSession`): what the
-SDK's own tests (tests/frameworks/test_openai_advanced_sqlite_session.py) do not check: where
+SDK's own tests (tests/frameworks/openai_agents/test_advanced_sqlite_session.py) do not check: where
 branches and usage live in memstore, that other instances and a reopened store see them, the
 errors it raises, and the constructor that takes the SDK's arguments."""
 

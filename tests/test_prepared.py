@@ -8,6 +8,7 @@ import threading
 from typing import Any
 
 import pytest
+import sqlalchemy.exc
 from sqlalchemy import Row, bindparam, select, update
 
 from memstore import SessionStore
@@ -85,11 +86,16 @@ def _answers(statement: Any, params: dict[str, Any], prepare: bool) -> plans.Pla
         except Exception as exc:
             answer = type(exc).__name__
         if isinstance(answer, tuple | Row):
-            answer = tuple(answer)
+            answer = _shape(answer)
         elif not isinstance(answer, str | None):
-            answer = [tuple(row) if isinstance(row, tuple | Row) else row for row in answer]
+            answer = [_shape(row) if isinstance(row, tuple | Row) else row for row in answer]
         answers.append(answer)
     return answers
+
+
+def _shape(row: Any) -> tuple[Any, ...]:
+    """A row as a plan may read it: by position, by column name and as a mapping."""
+    return (tuple(row), row.id, row.title, dict(row._mapping))
 
 
 @pytest.mark.parametrize("flavour", ["sync", "async"])
@@ -152,6 +158,27 @@ def test_a_driver_error_from_a_prepared_statement_is_a_database_error(database_u
         ):
             drive(orphan_record(), connection)
         assert store.list_sessions() == []
+
+
+@pytest.mark.parametrize("prepare", [True, False], ids=["prepared", "core"])
+def test_a_driver_error_comes_as_sqlalchemy_raises_it_whichever_way_the_step_ran(
+    database_url: str, prepare: bool
+) -> None:
+    """One kind of error for the store to translate: a prepared statement's driver error is
+    SQLAlchemy's `IntegrityError` (a `DBAPIError`), with the driver's own error as `orig`."""
+    insert = plans.INSERT_RECORDS.statement
+    record = {"session_id": "nobody", "kind": "append", "node_id": None, "raw": None}
+
+    def orphan_record() -> plans.Plan[None]:
+        yield (plans.INSERT_RECORDS if prepare else insert), record
+
+    with (
+        SessionStore(database_url) as store,
+        pytest.raises(sqlalchemy.exc.IntegrityError) as raised,
+        store.transaction(write=True) as connection,
+    ):
+        drive(orphan_record(), connection)
+    assert type(raised.value.orig).__module__.split(".")[0] in ("sqlite3", "psycopg")
 
 
 def test_paused_gc_nests_across_threads_and_restores_the_collector_once() -> None:

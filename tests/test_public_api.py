@@ -1,8 +1,12 @@
 from __future__ import annotations
 
 import types
+from pathlib import Path
+
+import pytest
 
 import memstore
+from scripts import gen_docs
 
 LAZY = {"AsyncSessionStore", "AsyncSessionHandle"}  # imported on first use: need the async extra
 NOT_EXPORTED = {"Any", "TYPE_CHECKING"}
@@ -67,23 +71,24 @@ def test_include_object_is_alembics_filter_for_an_application() -> None:
     assert memstore.include_object(None, "nodes", "table", True, None) is False
 
 
-def test_the_lazy_table_names_what_the_type_checker_imports() -> None:
-    """`memstore/__init__.py` lists each lazily exported name for the type checker (imports
-    under TYPE_CHECKING), for `__getattr__` (`_EXPORTED_FROM`) and in `__all__`: the listings
-    must agree, module by module, so that none drifts (the last is checked above)."""
-    import ast
-    from pathlib import Path
-
-    source = ast.parse(Path(memstore.__file__).read_text(encoding="utf-8"))
-    (guarded,) = [
-        node
-        for node in source.body
-        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"
-    ]
-    typed: dict[str, set[str]] = {}
-    for statement in guarded.body:
-        assert isinstance(statement, ast.ImportFrom)
-        assert statement.module is not None
-        typed.setdefault(statement.module, set()).update(alias.name for alias in statement.names)
-    lazy = {module: set(names) for module, names in memstore._EXPORTED_FROM.items()}
-    assert typed == lazy
+def test_the_lazy_table_and_all_are_generated_from_the_imports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Public names are listed once, as imports in `memstore/__init__.py`; the generator
+    derives `_EXPORTED_FROM` and `__all__` from them, and the suite fails while they are stale."""
+    init = tmp_path / "__init__.py"
+    source = Path(memstore.__file__).read_text(encoding="utf-8")
+    init.write_text(
+        source.replace(
+            "if TYPE_CHECKING:\n", "if TYPE_CHECKING:\n    from memstore.graph import Extra\n"
+        )
+    )
+    monkeypatch.setattr(gen_docs, "PACKAGE_INIT", init)
+    assert init in gen_docs.stale_pages()
+    assert init in gen_docs.regenerate()
+    regenerated = init.read_text(encoding="utf-8")
+    assert '"memstore.graph": (\n        "Extra",\n        "SessionGraph",\n    ),' in regenerated
+    assert '    "Extra",\n' in regenerated.split("__all__ = [")[1]
+    namespace: dict[str, object] = {}
+    exec(compile(regenerated, str(init), "exec"), namespace)  # the regenerated module runs
+    assert namespace["_MODULE_OF"]["Extra"] == "memstore.graph"  # type: ignore[index]

@@ -24,6 +24,7 @@ from memstore import SessionGraph, SessionStore
 from memstore.errors import InvalidArgumentError, QueryError
 from memstore.jsonl import JsonlSessionStore
 from memstore.store.import_batch import BATCH_ROWS
+from memstore.store.policy import POSTGRESQL
 from memstore.store.rows import block_rows, search_text, stored_rows
 from memstore.store.search import _phrase_search, _postgres_search, _split_query
 
@@ -349,7 +350,7 @@ def test_postgresql_search_reads_its_indexes_and_only_the_oversized_turns(
         store.append_node("s", SessionGraph("s").append(say("user", "upload 東京")))
         words, unspaced = _split_query(query)
         if unspaced:
-            statement = _phrase_search("postgresql", words, unspaced, None, 20)
+            statement = _phrase_search(POSTGRESQL, words, unspaced, None, 20)
         else:
             statement = _postgres_search(words, None, 20)
         plan = explain(store, statement)

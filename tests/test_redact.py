@@ -5,6 +5,7 @@ runs on every turn before it is hashed, on every way in."""
 from __future__ import annotations
 
 import string
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -304,6 +305,19 @@ def test_an_adapter_writes_through_the_redactor(database_url: str) -> None:
 # --- imports ---------------------------------------------------------------------------------
 
 
+def _same_session(store: SessionStore, reference: SessionStore, folder: Path) -> bytes:
+    """Check that session "r" of `store` is session "ref" of `reference`: the same ids, and
+    the same export; returns the export's bytes."""
+    assert [n.id for n in store.load_path_nodes("r")] == [
+        n.id for n in reference.load_path_nodes("ref")
+    ]
+    ours, theirs = folder / "ours.jsonl", folder / "theirs.jsonl"
+    store.export_jsonl("r", ours)
+    reference.export_jsonl("ref", theirs)
+    assert ours.read_bytes() == theirs.read_bytes()
+    return ours.read_bytes()
+
+
 def test_a_jsonl_import_stores_redacted_lines_under_the_redacted_ids_and_counts_them(
     open_store: Callable[..., SessionStore], tmp_path: Path
 ) -> None:
@@ -323,16 +337,10 @@ def test_a_jsonl_import_stores_redacted_lines_under_the_redacted_ids_and_counts_
     redacted = [parse_turn(REDACT(parse_turn(turn))) for turn in turns]
     reference.append_many("ref", redacted, created_at=100, usage=usage)
     reference.append("ref", _plain("last"), created_at=200)
-    assert [n.id for n in store.load_path_nodes("r")] == [
-        n.id for n in reference.load_path_nodes("ref")
-    ]
-    ours, theirs = tmp_path / "ours.jsonl", tmp_path / "theirs.jsonl"
-    store.export_jsonl("r", ours)
-    reference.export_jsonl("ref", theirs)
-    assert ours.read_bytes() == theirs.read_bytes()
-    assert b"a1B2a1B2" not in ours.read_bytes().replace(f'"signature":"{_KEY}"'.encode(), b"")
+    ours = _same_session(store, reference, tmp_path)
+    assert b"a1B2a1B2" not in ours.replace(f'"signature":"{_KEY}"'.encode(), b"")
     # The lines the redactor left alone are kept byte for byte (the first node and its head).
-    assert ours.read_bytes().splitlines()[:2] == original.read_bytes().splitlines()[:2]
+    assert ours.splitlines()[:2] == original.read_bytes().splitlines()[:2]
     # Without secrets the count is 0 and the import is the plain one.
     clean = tmp_path / "clean.jsonl"
     reference.export_jsonl("ref", clean)
@@ -361,3 +369,170 @@ def test_a_claude_code_import_redacts_the_entries_lines_and_keeps_the_others(
     with pytest.raises(JsonlError, match=r"other.jsonl:3: .*reads whole lines"):
         own.import_claude_code(other)
     assert own.list_sessions() == ["cc"]
+
+
+def test_the_quick_check_sees_through_json_escapes_and_knows_every_pattern() -> None:
+    from memstore import redact
+
+    # A turn whose JSON text hides a secret's fixed characters behind escapes is still read.
+    hidden = Turn.from_json_text(
+        '{"role":"user","blocks":[{"kind":"text","text":"\\u0073k-proj-'
+        + "a1B2" * 8
+        + ' and https:\\/\\/me:hunter2@db"}]}'
+    )
+    assert REDACT(hidden).to_json()["blocks"][0]["text"] == (
+        "[REDACTED:openai-key] and https://me:[REDACTED:url-password]@db"
+    )
+    # Every pattern has its clues, each of which the one quick scan finds.
+    assert list(redact._CLUES) == list(redact.PATTERNS)
+    for clues in redact._CLUES.values():
+        assert all(redact._ANY_CLUE.search(clue) for clue in clues)
+    assert REDACT.may_change('{"text":"Authorization: BEARER abc"}')
+    assert not REDACT.may_change('{"text":"sk_ AKI ghp eyj :/ bear er"}')
+
+
+def test_append_node_refuses_a_node_whose_turn_the_redactor_changes(
+    open_store: Callable[..., SessionStore],
+) -> None:
+    from memstore import SessionGraph
+
+    graph = SessionGraph("s", clock=lambda: 7)
+    secret = graph.append(_SECRET_TURN)
+    store = open_store(redact=secrets())
+    # Its id addresses the turn as given: stored redacted, it would be a wrong content address.
+    with pytest.raises(InvalidArgumentError, match=rf"node '{secret.id}'.*redactor changes"):
+        store.append_node("s", secret)
+    assert store.head("s") is None
+    assert store.load_session("s").all() == []
+    # A node the redactor leaves as it is goes in as usual.
+    clean = SessionGraph("c", clock=lambda: 7).append(_plain("hello"))
+    store.append_node("c", clean)
+    assert store.head("c") == clean.id
+    # A node the session holds already (written before the store redacted) only moves the head.
+    open_store().append_node("s", secret)
+    store.append("s", _plain("next"))
+    store.append_node("s", secret)
+    assert store.head("s") == secret.id
+
+
+def test_compaction_summaries_go_through_the_redactor(
+    open_store: Callable[..., SessionStore],
+) -> None:
+    from memstore import SUMMARY_HEADING, CompactionPolicy, ModelCard
+    from memstore.invokers import extractive
+
+    plain = open_store()  # the turns were stored before the store redacted
+    for n in range(12):
+        text = f"turn {n}: key {_KEY} " + "words " * 100
+        plain.append(
+            "s", {"role": ("user", "assistant")[n % 2], "blocks": [_plain(text)["blocks"][0]]}
+        )
+    seen: list[Turn] = []
+
+    def recording(turn: Turn) -> Turn:
+        seen.append(turn)
+        return REDACT(turn)
+
+    store = open_store(redact=recording)
+    card = ModelCard(id="summarizer", context_window=4000, max_output_tokens=500)
+    result = store.compact_session("s", card, extractive(), CompactionPolicy(keep_recent=2))
+    summary = store.load_path_nodes("s")[0]
+    assert result.summary_node_id == summary.id
+    assert [turn.to_json()["blocks"][0]["text"].split("\n")[0] for turn in seen] == [
+        SUMMARY_HEADING
+    ]
+    text = summary.turn.json_text()
+    assert "key [REDACTED:openai-key]" in text  # the extractive summary quoted the turns
+    assert _KEY not in text
+    assert summary.id == hash_node(None, summary.turn, summary.created_at)
+
+
+def test_a_file_imported_through_the_redactor_imports_again_adding_only_what_it_gained(
+    open_store: Callable[..., SessionStore], tmp_path: Path
+) -> None:
+    turns = [_plain("hello"), _SECRET_TURN, _plain("after")]
+    source = open_store()
+    source.append_many("s", turns, created_at=100)
+    original = tmp_path / "s.jsonl"
+    source.export_jsonl("s", original)
+    store = open_store(redact=secrets())
+    assert store.import_jsonl(original, session_id="r").redacted == 1
+    # Its lines are stored redacted, under new ids: the file is still recognised as imported.
+    again = store.import_jsonl(original, session_id="r")
+    assert (again.files[0].unchanged, again.records, again.redacted) == (True, 0, 0)
+    # Grown: only the new lines are added, chained under the redacted nodes' ids.
+    source.append_many("s", [_plain(f"key {_KEY}"), _plain("end")], created_at=200)
+    source.export_jsonl("s", original)
+    grown = store.import_jsonl(original, session_id="r")
+    assert (grown.records, grown.nodes, grown.redacted) == (4, 2, 1)
+    reference = open_store()
+    reference.append_many("ref", [REDACT(parse_turn(turn)) for turn in turns], created_at=100)
+    reference.append_many(
+        "ref", [_plain("key [REDACTED:openai-key]"), _plain("end")], created_at=200
+    )
+    _same_session(store, reference, tmp_path)
+    # A file whose imported part changed is refused at that line, and nothing is written.
+    changed = tmp_path / "changed.jsonl"
+    changed.write_bytes(original.read_bytes().replace(b'"hello"', b'"hallo"'))
+    before = store.load_session("r").all()
+    with pytest.raises(JsonlError, match=r"changed.jsonl:1: .*differs from what was imported"):
+        store.import_jsonl(changed, session_id="r")
+    assert store.load_session("r").all() == before
+    # Imported without the redactor, the file's lines are not what the store holds.
+    with pytest.raises(JsonlError, match=r"s.jsonl:3: this line differs"):
+        open_store().import_jsonl(original, session_id="r")
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "pi"])
+def test_an_agent_file_imported_through_the_redactor_imports_again(
+    open_store: Callable[..., SessionStore], tmp_path: Path, agent: str
+) -> None:
+    from .foreign_lines import claude_code_lines, pi_lines, write_lines
+
+    def lines(exchanges: int) -> list[bytes]:
+        found = (claude_code_lines if agent == "claude-code" else pi_lines)("a", exchanges)
+        first = 0 if agent == "claude-code" else 1  # pi's first line is its header
+        found[first] = found[first].replace(b"about zebras", f"key {_KEY}".encode())
+        return found
+
+    path = write_lines(tmp_path / "a.jsonl", lines(2))
+    store = open_store(redact=secrets())
+    assert store.import_foreign(path, agent=agent).redacted == 1
+    again = store.import_foreign(path, agent=agent)
+    assert (again.files[0].unchanged, again.redacted) == (True, 0)
+    write_lines(path, lines(3))
+    grown = store.import_foreign(path, agent=agent)
+    assert (grown.records, grown.redacted) == (len(lines(3)) - len(lines(2)), 0)
+    session = grown.files[0].session_id
+    out = tmp_path / "out.jsonl"
+    store.export_jsonl(session, out)
+    assert out.read_bytes() == path.read_bytes().replace(_KEY.encode(), b"[REDACTED:openai-key]")
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(case=turns())
+def test_a_redacting_store_keeps_no_secret_of_a_generated_corpus_and_nothing_else_changes(
+    tmp_path: Path, case: tuple[dict[str, Any], dict[str, Any]]
+) -> None:
+    original, expected = case
+    clean = parse_turn(expected)
+    name = f"s{uuid.uuid4().hex}"  # each example a session of its own
+    with (
+        SessionStore(f"sqlite:///{tmp_path / 'plain.db'}") as plain,
+        SessionStore(f"sqlite:///{tmp_path / 'redacted.db'}", redact=secrets()) as store,
+    ):
+        # Appended: the stored turn is the expected one, under its content address.
+        node = store.append(name, original, created_at=9)
+        assert node.turn.json_text() == clean.json_text()
+        assert node.id == hash_node(None, clean, 9)
+        # Imported from a file that holds the secrets: the same node, counted once.
+        plain.append(name, original, created_at=9)
+        path = tmp_path / f"{name}.jsonl"
+        plain.export_jsonl(name, path)
+        report = store.import_jsonl(path, session_id=f"{name}-imported")
+        assert report.redacted == int(original != expected)
+        assert store.load_path_nodes(f"{name}-imported") == [node]

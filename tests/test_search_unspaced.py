@@ -17,6 +17,7 @@ from alembic.script import ScriptDirectory
 from memstore import SessionGraph, SessionStore
 from memstore.jsonl import JsonlSessionStore
 from memstore.store.migrate import alembic_config
+from memstore.store.policy import backend_of
 from memstore.store.rows import search_chars
 from memstore.store.search import _phrase_search, text_snippet
 
@@ -149,7 +150,7 @@ def test_the_index_follows_every_kind_of_write(
 
 
 def _plan(store: SessionStore, dialect: str) -> str:
-    statement = _phrase_search(dialect, [], ["検索"], None, 20)
+    statement = _phrase_search(backend_of(dialect), [], ["検索"], None, 20)
     with store.engine.connect() as connection:
         if dialect == "postgresql":
             connection.execute(sqlalchemy.text("SET enable_seqscan = off"))

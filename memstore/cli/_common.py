@@ -24,6 +24,7 @@ from memstore.errors import InvalidArgumentError, MemstoreError
 from memstore.store import DEFAULT_URL, SCHEMA_VARIABLE
 
 if TYPE_CHECKING:
+    from memstore.redact import Redactor
     from memstore.store import SessionInfo, SessionStore
 
 
@@ -86,16 +87,24 @@ def _drop_standard_output() -> None:
 
 
 def open_store(
-    ctx: typer.Context, *, auto_migrate: bool = True, read_only: bool = False
+    ctx: typer.Context,
+    *,
+    auto_migrate: bool = True,
+    read_only: bool = False,
+    redact: Redactor | None = None,
 ) -> SessionStore:
     """The store named by `--db` / MEMSTORE_DB (and `--schema` / MEMSTORE_SCHEMA). Commands that
     only read open it `read_only`: nothing is created or migrated, and a database that is not
-    ready is one line saying what to run."""
+    ready is one line saying what to run. `redact`: the store's redactor (`memstore.redact`)."""
     from memstore.store import SessionStore
 
     settings: Settings = ctx.obj
     return SessionStore(
-        settings.db, auto_migrate=auto_migrate, read_only=read_only, schema=settings.schema
+        settings.db,
+        auto_migrate=auto_migrate,
+        read_only=read_only,
+        schema=settings.schema,
+        redact=redact,
     )
 
 

@@ -85,6 +85,16 @@ def import_files(
     interval: Annotated[
         float, typer.Option(help="With --watch, seconds between looks at the files.", min=0.05)
     ] = 1.0,
+    redact_secrets: Annotated[
+        bool,
+        typer.Option(
+            "--redact-secrets",
+            help="Replace API keys, bearer tokens, private keys, passwords in URLs and JWTs "
+            "with markers such as [REDACTED:openai-key] before storing (memstore.redact."
+            "secrets()); the report counts the turns changed. Import such a file again with it "
+            "too.",
+        ),
+    ] = False,
     as_json: Annotated[
         bool,
         typer.Option("--json", help="Print the report as JSON (with --watch: a line per file)."),
@@ -98,6 +108,8 @@ def import_files(
     gained since; a file whose imported part changed is refused. A bad file is reported and
     skipped; the exit status is 1 if any was.
     """
+    from memstore.redact import secrets
+
     if session is not None and (watch or source not in (ImportSource.JSONL, ImportSource.AUTO)):
         raise typer.BadParameter("--session names one legacy file's session (--from jsonl)")
     _check_session_option(paths, session)
@@ -107,7 +119,7 @@ def import_files(
         "verify": verify,
         "keep_mismatched": keep_mismatched,
     }
-    with open_store(ctx) as store:
+    with open_store(ctx, redact=secrets() if redact_secrets else None) as store:
         if watch:
             _watch(store, paths, options, interval, as_json)
             return
@@ -121,7 +133,7 @@ def import_files(
         emit_json({"files": [_import_json(item) for item in report.files], "errors": failures})
     else:
         if report.files:
-            _print_import_table(report.files, short)
+            _print_import_table(report.files, short, redact_secrets)
         for item in report.files:
             for warning in item.warnings:
                 err.print(f"[yellow]warning:[/yellow] {escape(warning)}", soft_wrap=True)
@@ -222,7 +234,8 @@ def _interrupt(signum: int, frame: object) -> None:
 
 def _import_line(item: FileImport) -> str:
     notes = "".join(f"; {escape(warning)}" for warning in item.warnings)
-    return f"{escape(item.session_id)}: +{item.records} lines, +{item.nodes} nodes{notes}"
+    redacted = f", {counted(item.redacted, 'turn', '')} redacted" if item.redacted else ""
+    return f"{escape(item.session_id)}: +{item.records} lines, +{item.nodes} nodes{redacted}{notes}"
 
 
 def _import_json(item: FileImport) -> dict[str, Any]:
@@ -233,11 +246,15 @@ def _import_json(item: FileImport) -> dict[str, Any]:
         "nodes": item.nodes,
         "leaf": item.leaf,
         "unchanged": item.unchanged,
+        "redacted": item.redacted,  # turns the redactor changed (--redact-secrets)
         "warnings": item.warnings,
     }
 
 
-def _print_import_table(reports: list[FileImport], short: Mapping[NodeKey, str]) -> None:
+def _print_import_table(
+    reports: list[FileImport], short: Mapping[NodeKey, str], redacting: bool
+) -> None:
+    """The import's table; redacting, with a column of the turns the redactor changed."""
     from memstore.terminal import data_table
 
     rows = [
@@ -245,13 +262,14 @@ def _print_import_table(reports: list[FileImport], short: Mapping[NodeKey, str])
             item.session_id,
             str(item.records),
             str(item.nodes),
+            *((str(item.redacted),) if redacting else ()),
             shown_id(short, item.session_id, item.leaf),
             "unchanged" if item.unchanged else counted(len(item.warnings), "warning", ""),
         )
         for item in reports
     ]
-    headers = ("session", "lines", "nodes", "leaf", "note")
-    copyable = (True, True, True, True, False)
+    headers = ("session", "lines", "nodes", *(("redacted",) if redacting else ()), "leaf", "note")
+    copyable = (True, True, True, *((True,) if redacting else ()), True, False)
     out.print(data_table(headers, rows, copyable=copyable, width=out.width, title="imported"))
 
 

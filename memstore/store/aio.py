@@ -38,7 +38,7 @@ from memstore.store.migrate import check_ready, is_current, migrate_in, require_
 from memstore.store.operation import Asynchronous, Await, Program, Request, Run
 from memstore.store.plans import Boundary, Plan, Step, as_call
 from memstore.store.policy import backend_of
-from memstore.store.prepared import Prepared, PreparedRows
+from memstore.store.prepared import Prepared, PreparedRows, as_sqlalchemy_errors
 from memstore.store.sync import drive as sync_drive
 from memstore.store.sync import run as sync_run
 from memstore.store.time_limits import PROGRESS_STEPS, SqliteTimeLimit
@@ -105,7 +105,8 @@ async def execute(connection: AsyncConnection, step: Step, driver: Any = None) -
         return await aiosqlite.set_progress_handler(step.handler, PROGRESS_STEPS)
     if isinstance(step, BulkRows):
         if driver is not None and backend_of(connection.dialect.name).bulk_copy:
-            return await copy_rows_async(driver, connection.dialect, step)
+            with as_sqlalchemy_errors(f"COPY {step.insert}"):
+                return await copy_rows_async(driver, connection.dialect, step)
         step = (step.insert, step.rows)
     if isinstance(step, tuple) and isinstance(step[0], Prepared):
         if step[0].streamed:  # export and import plans run on the sync connection (run_sync)
@@ -114,8 +115,7 @@ async def execute(connection: AsyncConnection, step: Step, driver: Any = None) -
             return await step[0].run_async(driver, connection.dialect, step[1])
         compiled = step[0].compiled(connection.dialect)
         result = await connection.exec_driver_sql(compiled.sql, compiled.driver_params(step[1]))
-        rows = (tuple(row) for row in result) if result.returns_rows else ()
-        return PreparedRows(rows, result.rowcount)
+        return PreparedRows(result if result.returns_rows else (), result.rowcount)
     return await connection.execute(*as_call(step))
 
 

@@ -116,14 +116,19 @@ class StoreBase(Listing, Retention, Erasure, KeyedAppends, NodeIds, SessionMetad
 
         Appending a node that is already stored is idempotent and still moves the head. With
         `expected_head` the append is a compare-and-set: it commits only if the head is still
-        that id (None: the session is empty).
+        that id (None: the session is empty). A store whose redactor (`redact=`) would change
+        the node's turn takes the node only if the session holds it already: its id is the
+        content address of the turn as given, which such a store never stores.
 
         Raises:
             HeadMovedError: `expected_head` was given and the head is elsewhere.
             UnknownNodeError: the node's parent is not in the session.
             NodeConflictError: the session holds the node's id with different content.
+            InvalidArgumentError: the store's redactor would change the turn of a node the
+                session does not hold (naming the node); nothing was written.
         """
-        plan = plans.append_node(self.backend, session_id, node, expected_head)
+        refusal = self._unredacted(node)
+        plan = plans.append_node(self.backend, session_id, node, expected_head, stored_only=refusal)
         yield from self._write(plan, f"appending to session {session_id!r}")
 
     @operation
@@ -388,7 +393,7 @@ class StoreBase(Listing, Retention, Erasure, KeyedAppends, NodeIds, SessionMetad
         ):
             yield from StoreBase.index_search_backlog.program(self)
         plan = search.search(
-            self.dialect, query, session_id=session_id, limit=limit, timeout=timeout
+            self.backend, query, session_id=session_id, limit=limit, timeout=timeout
         )
         return (yield from self._read(plan, "searching"))
 

@@ -10,7 +10,7 @@ from memstore.redact import Redactor, apply_redactor
 from memstore.store.operation import Run
 from memstore.store.plans import Plan
 from memstore.store.policy import backend_of
-from memstore.types import Migrator, Turn, TurnLike, parse_turn
+from memstore.types import Migrator, SessionNode, Turn, TurnLike, parse_turn
 
 __all__ = ["StoreCore"]
 
@@ -47,6 +47,25 @@ class StoreCore:
         if redact is None or isinstance(turns, str | bytes | Mapping | Turn):
             return turns
         return [apply_redactor(redact, parse_turn(turn)) for turn in turns]
+
+    def _unredacted(self, node: SessionNode) -> str | None:
+        """Why `node` cannot be stored as given, if the store's redactor changes its turn (its
+        id is the content address of the turn as given, which the store must not keep); None
+        when it does not, or the store has no redactor.
+
+        Raises:
+            InvalidArgumentError: the redactor fails or returns no turn.
+        """
+        if self.redact is None:
+            return None
+        turn = node.turn
+        if apply_redactor(self.redact, turn).json_text() == turn.json_text():
+            return None
+        return (
+            f"node {node.id!r}: the store's redactor changes its turn, and its id is the content "
+            "address of the turn as given; append the turn with append() or append_many() "
+            "(which hash the redacted turn), or build the node from the redacted turn"
+        )
 
     def _writable(self, action: str) -> None:
         """Refuse a write through a store opened for reading only."""

@@ -1,4 +1,5 @@
-"""Driver errors translated, at the store's boundary, into memstore's hierarchy."""
+"""Driver errors translated, at the store's boundary, into memstore's hierarchy: Core's and the
+prepared statements' alike, since those raise SQLAlchemy's errors too (`prepared`)."""
 
 from __future__ import annotations
 
@@ -8,24 +9,19 @@ from contextlib import contextmanager
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from memstore.errors import DatabaseError
-from memstore.store.prepared import is_driver_error
 
 __all__ = ["translate_database_errors"]
 
 
 @contextmanager
 def translate_database_errors(action: str) -> Iterator[None]:
-    """Re-raise SQLAlchemy and driver errors as DatabaseError, naming what was being done."""
+    """Re-raise SQLAlchemy's errors as DatabaseError, naming what was being done."""
     try:
         yield
     except DBAPIError as exc:
         raise DatabaseError(f"{action} failed: {_explained(str(exc.orig).strip())}") from exc
     except SQLAlchemyError as exc:
         raise DatabaseError(f"{action} failed: {exc}") from exc
-    except Exception as exc:
-        if not is_driver_error(exc):  # a prepared statement's error, straight from the driver
-            raise
-        raise DatabaseError(f"{action} failed: {_explained(str(exc).strip())}") from exc
 
 
 def _explained(message: str) -> str:

@@ -34,7 +34,7 @@ from memstore.store.plans import (
 )
 from memstore.store.policy import Backend
 from memstore.store.prepared import Prepared
-from memstore.store.stored_lines import match_prefix
+from memstore.store.stored_lines import match_lines, match_prefix
 from memstore.store.tables import node_usage, sessions
 from memstore.types import validate_session_id
 
@@ -108,7 +108,12 @@ def import_foreign_file(
     with path.open("rb") as file:
         yield from start_import(backend)
         report.leaf = yield from ensure_session(backend, session_id, now_ms())
-        _, imported = yield from match_prefix(path, session_id, file)
+        if redaction is None:
+            _, imported = yield from match_prefix(path, session_id, file)
+        else:  # the lines as the redactor makes them are those stored
+            lines = _redacted_lines(target, file, redaction)
+            _, imported = yield from match_lines(path, session_id, lines)
+            redaction.changed = 0
         file.seek(0)  # read again from the start: the imported lines rebuild the reader's tree
         batch, usage = ImportBatch(backend, session_id), _UsageBatch(session_id)
         for line, raw, entry in _Lines(path, reader, report).entries(file):
@@ -133,6 +138,18 @@ def import_foreign_file(
         report.leaf = reader.facts.head
         yield from _describe_session(backend, target, reader, batch.session_times())
     return report
+
+
+def _redacted_lines(
+    target: ForeignTarget, file: Any, redaction: ImportRedaction
+) -> Iterator[tuple[Line, str]]:
+    """Each line of the file and its text as stored through `redaction` (read with a reader of
+    its own: the import reads the file again from its start)."""
+    report = FileImport(target.path, target.session_id)  # its warnings: the import's own
+    for line, raw, entry in _Lines(target.path, new_reader(target.agent), report).entries(file):
+        if entry.turn is not None and entry.node_id is not None:
+            raw, _ = redaction.entry(line.number, raw, entry.turn)
+        yield line, raw
 
 
 def _add(

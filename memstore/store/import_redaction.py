@@ -60,8 +60,15 @@ class ImportRedaction:
                 return record._replace(raw=line + ("\n" if raw.endswith("\n") else ""))
         return record
 
+    def _skips(self, turn_json: str) -> bool:
+        """Whether the redactor certainly leaves a turn with this JSON text as it is, told
+        without parsing it (`SecretRedactor.may_change`)."""
+        return isinstance(self.redact, SecretRedactor) and not self.redact.may_change(turn_json)
+
     def _node(self, record: Record) -> Record:
         assert record.node_id is not None
+        if self._skips(record.turn_json) and record.parent not in self.ids:
+            return record
         turn = Turn.from_json_text(record.turn_json)
         redacted = apply_redactor(self.redact, turn)
         changed = redacted.json_text() != record.turn_json
@@ -91,6 +98,8 @@ class ImportRedaction:
         Raises:
             JsonlError: the redactor changed the turn but cannot redact lines.
         """
+        if self._skips(jsjson.dumps(turn)):
+            return raw, turn
         redacted = apply_redactor(self.redact, Turn.model_validate(turn))
         if redacted.to_json() == turn:
             return raw, turn

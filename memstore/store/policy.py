@@ -49,8 +49,12 @@ class Backend:
     """Writes of a few nodes leave their full-text indexing to a backlog, which a store that can
     write indexes before it searches (SQLite; PostgreSQL indexes each write)."""
     writes_text_index: bool
-    """Appends write the full-text index's rows themselves (SQLite's FTS5 table); PostgreSQL's
-    index is an expression index over the nodes."""
+    """Appends write the full-text index's rows themselves (SQLite's FTS5 table), which search
+    queries with FTS5's MATCH; PostgreSQL's index is over search vectors stored in the nodes
+    (migration 0022), which search queries with tsquery."""
+    derives_search_text: bool
+    """A node's search text is derived from its turn by a view when read (`node_search`: SQLite,
+    since migration 0016); PostgreSQL stores it in `nodes.search_text`."""
     imports_commit_as_they_go: bool
     """A new session's import commits in chunks, hidden until complete, so an import that died
     leaves rows that opening a store for writing cleans (SQLite)."""
@@ -108,6 +112,7 @@ SQLITE = Backend(
     schemas=False,
     search_backlog=True,
     writes_text_index=True,
+    derives_search_text=True,
     imports_commit_as_they_go=True,
     cost_based_planner=False,
     import_setup=(),
@@ -131,6 +136,7 @@ POSTGRESQL = Backend(
     schemas=True,
     search_backlog=False,
     writes_text_index=False,
+    derives_search_text=False,
     imports_commit_as_they_go=False,
     cost_based_planner=True,
     import_setup=("SET LOCAL plan_cache_mode = force_custom_plan",),

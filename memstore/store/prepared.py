@@ -5,31 +5,61 @@ several times what SQLite spends on a small insert. A `Prepared` statement is st
 SQLAlchemy (the SQL is written once, for every dialect), but it is compiled once per dialect and
 then executed directly: `run` on a DBAPI cursor, or through `exec_driver_sql` on an async
 connection. It takes a dict of parameters (or a list of them, for executemany) and gives its rows
-as the driver gives them (plain tuples, no result type conversion), in a `PreparedRows` that
-answers the calls plans make on SQLAlchemy's results: a plan does not know which way its
+as the driver gives them (no result type conversion), in a `PreparedRows` that answers the calls
+plans make on SQLAlchemy's results, each row named by its columns as Core's are (`row.id`,
+`row[0]`); a driver's error is raised as SQLAlchemy raises it (`DBAPIError`), so the store
+translates both kinds in one place (`store/errors.py`). A plan does not know which way its
 statement ran. Only the drivers (`sync.execute`, `aio.execute`) run them.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import itertools
 import sqlite3
+from collections import namedtuple
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from sqlalchemy import Dialect, Executable, Table
 from sqlalchemy import insert as sa_insert
-from sqlalchemy.exc import MultipleResultsFound, NoResultFound
+from sqlalchemy.exc import DBAPIError, MultipleResultsFound, NoResultFound
 
 from memstore.store.policy import backend_of
 from memstore.store.tables import stored_on
 
-__all__ = ["Compiled", "Params", "Prepared", "PreparedRows", "is_driver_error", "stream_rows"]
+__all__ = [
+    "Compiled",
+    "Params",
+    "Prepared",
+    "PreparedRows",
+    "as_sqlalchemy_errors",
+    "named_rows",
+    "stream_rows",
+]
 
 Params: TypeAlias = Mapping[str, Any] | Sequence[Mapping[str, Any]]
 STREAM_ROWS = 1000
+
+
+@functools.lru_cache(maxsize=256)
+def _row_class(columns: tuple[str, ...]) -> type[tuple[Any, ...]]:
+    """A tuple type whose fields are `columns` (a name that is not an identifier becomes
+    `_N`), with `_mapping` as SQLAlchemy's rows have it."""
+    base = namedtuple("PreparedRow", columns, rename=True)  # type: ignore[misc]
+    mapping = property(lambda row: dict(zip(row._fields, row, strict=True)))
+    return type("PreparedRow", (base,), {"__slots__": (), "_mapping": mapping})
+
+
+def named_rows(description: Sequence[Sequence[Any]] | None, rows: Iterable[Any]) -> list[Any]:
+    """A driver's `rows` as rows named by the cursor's `description` (its columns)."""
+    if description is None:
+        return []
+    make = _row_class(tuple(column[0] for column in description))._make  # type: ignore[attr-defined]
+    return [make(row) for row in rows]
 
 
 class PreparedRows(list[tuple[Any, ...]]):
@@ -157,24 +187,28 @@ class Prepared:
     def run(self, cursor: Any, dialect: Dialect, params: Params) -> PreparedRows:
         """Execute on a DBAPI cursor inside the caller's transaction; the rows it returns."""
         compiled = self.compiled(dialect)
-        if isinstance(params, Mapping):
-            cursor.execute(compiled.sql, compiled.parameters(params))
-        else:
-            cursor.executemany(compiled.sql, compiled.driver_params(params))
-        rows = cursor.fetchall() if cursor.description is not None else ()
-        return PreparedRows(rows, cursor.rowcount)
+        with as_sqlalchemy_errors(compiled.sql):
+            if isinstance(params, Mapping):
+                cursor.execute(compiled.sql, compiled.parameters(params))
+            else:
+                cursor.executemany(compiled.sql, compiled.driver_params(params))
+            description = cursor.description
+            rows = named_rows(description, cursor.fetchall() if description is not None else ())
+            return PreparedRows(rows, cursor.rowcount)
 
     async def run_async(self, connection: Any, dialect: Dialect, params: Params) -> PreparedRows:
         """Execute on a driver's asyncio connection (psycopg's) inside the caller's
         transaction; the rows it returns."""
         compiled = self.compiled(dialect)
-        async with connection.cursor() as cursor:
-            if isinstance(params, Mapping):
-                await cursor.execute(compiled.sql, compiled.parameters(params))
-            else:
-                await cursor.executemany(compiled.sql, compiled.driver_params(params))
-            rows = await cursor.fetchall() if cursor.description is not None else ()
-            return PreparedRows(rows, cursor.rowcount)
+        with as_sqlalchemy_errors(compiled.sql):
+            async with connection.cursor() as cursor:
+                if isinstance(params, Mapping):
+                    await cursor.execute(compiled.sql, compiled.parameters(params))
+                else:
+                    await cursor.executemany(compiled.sql, compiled.driver_params(params))
+                description = cursor.description
+                fetched = await cursor.fetchall() if description is not None else ()
+                return PreparedRows(named_rows(description, fetched), cursor.rowcount)
 
 
 _cursor_names = itertools.count()
@@ -194,9 +228,10 @@ def stream_rows(
     else:
         cursor = connection.cursor()
     try:
-        cursor.execute(compiled.sql, compiled.parameters(params))
-        while rows := cursor.fetchmany(STREAM_ROWS):
-            yield from rows
+        with as_sqlalchemy_errors(compiled.sql):
+            cursor.execute(compiled.sql, compiled.parameters(params))
+            while rows := cursor.fetchmany(STREAM_ROWS):
+                yield from named_rows(cursor.description, rows)
     finally:
         cursor.close()
 
@@ -215,6 +250,12 @@ def _driver_errors() -> tuple[type[Exception], ...]:
 _DRIVER_ERRORS = _driver_errors()
 
 
-def is_driver_error(exc: BaseException) -> bool:
-    """Whether `exc` was raised by a database driver (run on a raw cursor, not wrapped)."""
-    return isinstance(exc, _DRIVER_ERRORS)
+@contextmanager
+def as_sqlalchemy_errors(sql: str) -> Iterator[None]:
+    """Raise a driver's error from running `sql` as SQLAlchemy's `DBAPIError` subclass for it
+    (`IntegrityError`, `OperationalError`, ...), as Core does, the driver's error its `orig`."""
+    try:
+        yield
+    except _DRIVER_ERRORS as error:
+        base = next(kind for kind in _DRIVER_ERRORS if isinstance(error, kind))
+        raise DBAPIError.instance(sql, None, error, base, hide_parameters=True) from error

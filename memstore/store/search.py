@@ -56,6 +56,7 @@ from sqlalchemy import (
 from memstore.errors import InvalidArgumentError, InvalidSessionIdError
 from memstore.store.folding import SQL_FOLD, fold, sql_fold
 from memstore.store.plans import NATIVE_AGENT, Plan, agent_of
+from memstore.store.policy import Backend
 from memstore.store.rows import UNSPACED, derived_text, search_chars, storable
 from memstore.store.snippets import SNIPPET_CLOSE, SNIPPET_OPEN, text_snippet
 from memstore.store.tables import (
@@ -217,7 +218,7 @@ def _postgres_phrase_matches(
 
 
 def _phrase_search(
-    dialect: str,
+    backend: Backend,
     words: list[str],
     unspaced: list[str],
     session_id: str | None,
@@ -226,7 +227,7 @@ def _phrase_search(
 ) -> Select[Any]:
     """The best matches of a query with unspaced words, with their search text (the snippet is
     made in Python: the indexes hold single characters, not the text around them)."""
-    if dialect == "postgresql":
+    if not backend.writes_text_index:  # PostgreSQL's stored search vectors
         matches = _postgres_phrase_matches(words, unspaced, session_id)
     else:
         found = [_sqlite_phrase_matches(words, unspaced)]
@@ -240,7 +241,7 @@ def _phrase_search(
         matches = found[0] if len(found) == 1 else union_all(*found).subquery().select()
     best = matches.order_by(text("rank DESC"), text("pk")).limit(limit).subquery()
     hits = select(*_HIT_COLUMNS, best.c.rank).join_from(nodes, best, nodes.c.pk == best.c.pk)
-    if dialect == "postgresql":
+    if not backend.derives_search_text:
         hits = hits.add_columns(nodes.c.search_text)
     else:  # SQLite derives it from the turn (migration 0016)
         hits = hits.join(node_search, node_search.c.pk == nodes.c.pk)
@@ -297,7 +298,7 @@ def _postgres_search(words: list[str], session_id: str | None, limit: int) -> Se
 
 
 def search(
-    dialect: str,
+    backend: Backend,
     query: str,
     *,
     session_id: str | None = None,
@@ -311,12 +312,12 @@ def search(
         f"the search ran longer than {seconds or 0:g} s and was stopped (a longer timeout "
         "allows more: memstore search --timeout SECONDS, or search(..., timeout=SECONDS))"
     )
-    plan = _search(dialect, query, session_id=session_id, limit=limit)
-    return (yield from time_limited(plan, dialect, seconds, stopped))
+    plan = _search(backend, query, session_id=session_id, limit=limit)
+    return (yield from time_limited(plan, backend, seconds, stopped))
 
 
 def _search(
-    dialect: str, query: str, *, session_id: str | None, limit: int
+    backend: Backend, query: str, *, session_id: str | None, limit: int
 ) -> Plan[list[SearchHit]]:
     if not isinstance(query, str):
         raise InvalidArgumentError(f"a search query is text, not {type(query).__name__}")
@@ -330,10 +331,10 @@ def _search(
     if not query:
         return []
     words, unspaced = _split_query(query)
-    backlog = (yield from _backlog_texts()) if dialect == "sqlite" else {}
-    if unspaced or dialect == "postgresql":
+    backlog = (yield from _backlog_texts()) if backend.search_backlog else {}
+    if unspaced or not backend.writes_text_index:
         if unspaced:
-            rows = yield _phrase_search(dialect, words, unspaced, session_id, limit, backlog)
+            rows = yield _phrase_search(backend, words, unspaced, session_id, limit, backlog)
         else:
             rows = yield _postgres_search(words, session_id, limit)
         terms = words + unspaced

@@ -12,13 +12,13 @@ from typing import Any, BinaryIO, TextIO
 from sqlalchemy import bindparam, select
 
 from memstore.errors import JsonlError, UnknownSessionError
-from memstore.jsonl import append_lines, head_line, node_line
+from memstore.jsonl import Line, Record, append_lines, head_line, node_line
 from memstore.store import import_batch
 from memstore.store.plans import Plan, lookup_id, node_rows
 from memstore.store.prepared import Prepared
 from memstore.store.tables import IN_STORED_ORDER, NOT_IMPORTING, nodes, records, sessions
 
-__all__ = ["StoredLines", "export_session", "match_prefix"]
+__all__ = ["StoredLines", "export_session", "match_lines", "match_prefix", "stored_text"]
 
 # A session's lines are read from two streams in stored order, merged rather than joined record by
 # record (an index lookup each): its log records, and its nodes. A node is stored with the first
@@ -52,6 +52,16 @@ def _render(kind: str, node_id: str | None, node: _NodeRow | None) -> str:
     if kind == "append":
         return append_lines(node_id, parent_id, turn_json, created_at)
     return node_line(node_id, parent_id, turn_json, created_at)
+
+
+def stored_text(record: Record) -> str:
+    """The line a file's record is stored as (its exact text, or the one its rendering gives)."""
+    if record.raw is not None:
+        return record.raw
+    assert record.node_id is not None, "a record without its raw line names a node"
+    if record.kind == "head":
+        return head_line(record.node_id)
+    return node_line(record.node_id, record.parent, record.turn_json, record.created_at)
 
 
 class StoredLines:
@@ -136,6 +146,45 @@ def match_prefix(path: Path, session_id: str, file: BinaryIO) -> Plan[tuple[int,
                 )
             offset += len(expected)
             lines += count
+    finally:
+        stored.close()
+
+
+def match_lines(
+    path: Path, session_id: str, lines: Iterator[tuple[Line, str]]
+) -> Plan[tuple[int, int]]:
+    """`match_prefix` for a file whose lines are stored other than as read (through a store's
+    redactor): `lines` gives each line of the file and its text as stored, compared line by line
+    with the session's; returns the bytes and lines of the file that were imported before. The
+    file is left wherever `lines` stopped reading it."""
+    offset = count = 0
+    stored = yield from StoredLines.open(session_id)
+    try:
+        pending: list[str] = []  # stored lines not compared yet, last first
+        rest = ""  # the start of a stored line that the next batch ends
+        while True:
+            if not pending:
+                text, read = yield from stored.next_batch()
+                if not read and not rest:
+                    return offset, count
+                pieces = (rest + text).split("\n")
+                rest = pieces.pop() if read else ""  # at the end, the last line has no newline
+                pending = [piece + "\n" for piece in reversed(pieces)]
+                if not read:
+                    pending[0] = pending[0][:-1]
+                continue  # (a batch may end no line)
+            expected = pending.pop()
+            found = next(lines, None)
+            if found is None or found[1] != expected:
+                raise JsonlError(
+                    path,
+                    count + 1,
+                    "this line, as the store's redactor makes it, differs from what was "
+                    f"imported into session {session_id!r} before; the file's already-imported "
+                    "part changed, or was imported through another redactor (import it under "
+                    "another session id, or delete the session first)",
+                )
+            offset, count = found[0].end, found[0].number
     finally:
         stored.close()
 

@@ -25,7 +25,7 @@ from memstore.store.migrate import check_ready, upgrade
 from memstore.store.operation import Await, Program, Request, Run, Synchronous
 from memstore.store.plans import COMMIT, Boundary, Plan, Step, as_call
 from memstore.store.policy import backend_of
-from memstore.store.prepared import Prepared, stream_rows
+from memstore.store.prepared import Prepared, as_sqlalchemy_errors, stream_rows
 from memstore.store.time_limits import PROGRESS_STEPS, SqliteTimeLimit
 from memstore.types import Migrator
 
@@ -43,7 +43,8 @@ def execute(connection: Connection, step: Step) -> Any:
     if isinstance(step, BulkRows):
         if backend_of(connection.dialect.name).bulk_copy:
             driver = connection.connection.driver_connection  # psycopg's (maybe asyncio)
-            return copy_rows(driver, connection.dialect, step)
+            with as_sqlalchemy_errors(f"COPY {step.insert}"):
+                return copy_rows(driver, connection.dialect, step)
         return step.insert.run(_cursor(connection), connection.dialect, step.rows)
     if isinstance(step, tuple) and isinstance(step[0], Prepared):
         if step[0].streamed:

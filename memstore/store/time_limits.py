@@ -20,7 +20,7 @@ from sqlalchemy.exc import DBAPIError
 
 from memstore.errors import InvalidArgumentError, TimeLimitError
 from memstore.store.plans.contract import ConnectionStep, Plan
-from memstore.store.policy import backend_of
+from memstore.store.policy import Backend
 
 __all__ = [
     "DEFAULT_SEARCH_SECONDS",
@@ -78,7 +78,7 @@ def check_seconds(seconds: object, what: str) -> float | None:
     return float(seconds)
 
 
-def time_limited(plan: Plan[T], dialect: str, seconds: float | None, stopped: str) -> Plan[T]:
+def time_limited(plan: Plan[T], backend: Backend, seconds: float | None, stopped: str) -> Plan[T]:
     """`plan`, each of its statements stopped after `seconds` (None: no limit).
 
     Raises:
@@ -86,7 +86,7 @@ def time_limited(plan: Plan[T], dialect: str, seconds: float | None, stopped: st
     """
     if seconds is None:
         return (yield from plan)
-    if backend_of(dialect).statement_timeout:
+    if backend.statement_timeout:
         milliseconds = min(_MAX_MILLISECONDS, max(1, math.ceil(seconds * 1000)))
         yield text(f"SET LOCAL statement_timeout = {milliseconds}")
         try:

@@ -43,7 +43,7 @@ from memstore.store.plans import (
     stored_ids,
 )
 from memstore.store.policy import Backend
-from memstore.store.stored_lines import export_session, match_prefix
+from memstore.store.stored_lines import export_session, match_lines, match_prefix, stored_text
 from memstore.store.tables import sessions
 from memstore.types import Migrator, is_storable_text, validate_session_id
 from memstore.usage import USAGE_RECORD, NodeUsage, usage_from_record
@@ -74,6 +74,8 @@ class _ImportOptions:
     keep_mismatched: bool
     progress: Progress | None
     redact: Redactor | None = None
+    redaction: ImportRedaction | None = None
+    """The file's records through `redact`: one for the whole file (the ids it changed)."""
 
 
 def _import_node(
@@ -206,6 +208,8 @@ def import_file(
     validate_session_id(session_id)
     check_format(path, "jsonl")  # a pi or Claude Code file is refused, naming its format
     options = _ImportOptions(migrators, verify, keep_mismatched, progress, redact)
+    if redact is not None:
+        options.redaction = ImportRedaction(redact, path, verify=verify and not keep_mismatched)
     report = FileImport(path, session_id)
     with path.open("rb") as file:
         yield from start_import(backend)
@@ -219,7 +223,7 @@ def import_file(
         finally:
             release(owner)
         report.leaf = yield from ensure_session(backend, session_id, now_ms())
-        offset, lines = yield from match_prefix(path, session_id, file)
+        offset, lines = yield from _imported_part(path, session_id, file, options)
         batch = yield from _import_records(backend, report, file, options, offset, lines)
     report.unchanged = report.records == 0
     if not report.unchanged:
@@ -229,6 +233,23 @@ def import_file(
             .values(head=report.leaf, **batch.session_times())
         )
     return report
+
+
+def _imported_part(
+    path: Path, session_id: str, file: BinaryIO, options: _ImportOptions
+) -> Plan[tuple[int, int]]:
+    """The bytes and lines of the file imported before (`match_prefix`); through a redactor,
+    the lines as it makes them are compared with those stored (`match_lines`), and the
+    redaction goes on from there (the ids it changed), counting only the lines after them."""
+    redaction = options.redaction
+    if redaction is None:
+        return (yield from match_prefix(path, session_id, file))
+    records = redaction.records(read_records(path, file, options.migrators))
+    lines = ((record.line, stored_text(record)) for record in records)
+    offset, count = yield from match_lines(path, session_id, lines)
+    file.seek(offset)
+    redaction.changed = 0
+    return offset, count
 
 
 def _import_new(
@@ -275,10 +296,8 @@ def _import_records(
     records = read_records(
         path, file, options.migrators, offset=offset, number=lines + 1, outcome=outcome
     )
-    redaction = None
-    if options.redact is not None:
-        verify = options.verify and not options.keep_mismatched
-        redaction = ImportRedaction(options.redact, path, verify=verify)
+    redaction = options.redaction
+    if redaction is not None:
         records = redaction.records(records)
     for chunk in _in_chunks(records, chunks.reading_ahead if chunks is not None else None):
         # The ids these lines name that the session holds already.
@@ -316,7 +335,7 @@ def _import_records(
             yield from chunks.commit()  # the lock is free while the next lines are read
     yield from batch.flush()
     report.warnings.extend(outcome.warnings)
-    report.redacted += redaction.changed if redaction is not None else 0
+    report.redacted = redaction.changed if redaction is not None else 0
     return batch
 
 

@@ -27,6 +27,7 @@ from memstore.store.plans.nodes import (
     refuse_bad_node_ids,
     refuse_other_content,
     session_row,
+    stored_ids,
     stored_node_rows,
 )
 from memstore.store.plans.one_call import chain_nodes
@@ -175,11 +176,18 @@ def append_node(
     node: SessionNode,
     expected_head: str | Unset | None = UNSET,
     usage: NodeUsage | None = None,
+    *,
+    stored_only: str | None = None,
 ) -> Plan[None]:
     """Store `node` (unless it is there already) with its `usage`, and move the head to it,
-    atomically."""
+    atomically. With `stored_only` (why), only a node the session holds already is taken: any
+    other is refused with that reason (the store's redactor would change its turn)."""
     validate_session_id(session_id)
     refuse_bad_node_ids(session_id, node.id, node.parent)
+    if stored_only is not None:
+        found = yield stored_ids(backend, session_id, [node.id])
+        if found.first() is None:
+            raise InvalidArgumentError(stored_only)
     now = now_ms()
     usages = [usage] if usage else []
     if backend.appends_in_one_call and one_call.fits([node.turn]):

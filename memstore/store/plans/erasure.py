@@ -48,11 +48,9 @@ from memstore.store.tables import (
     sessions,
     stored_on,
 )
+from memstore.tombstones import ERASED_TEXT, tombstone
 
 __all__ = ["ERASED_TEXT", "ErasureReport", "ErasureTarget", "erase", "tombstone"]
-
-ERASED_TEXT = "[erased]"
-"""What a tombstone's blocks say in place of their content."""
 
 CHUNK = 500
 _KEY = re.compile(r"[A-Za-z0-9_.:-]{1,200}")
@@ -128,39 +126,6 @@ def target_of(
     return ErasureTarget("node" if node_id is not None else "session", session_id, node_id)
 
 
-def tombstone(role: str, turn_json: str, erased_at: int, receipt: int) -> dict[str, Any]:
-    """The turn an erased node holds: its role; per block, a block of the same kind for tool
-    calls and results (their ids and tool name kept, so pairs still match; input `{}`, output
-    `[erased]`), a text block `[erased]` for any other; and `memstore.erased` naming the
-    receipt. It parses as a Turn."""
-    blocks: list[dict[str, Any]] = []
-    try:
-        original = jsjson.loads(turn_json).get("blocks") or []
-    except ValueError:  # a stored turn always parses; this only guards the tombstone itself
-        original = []
-    for block in original if isinstance(original, list) else []:
-        kind = block.get("kind") if isinstance(block, dict) else None
-        if kind == "tool_call":
-            blocks.append(
-                {
-                    "kind": "tool_call",
-                    "id": str(block.get("id", "")),
-                    "name": str(block.get("name", "")),
-                    "input": {},
-                }
-            )
-        elif kind == "tool_result":
-            result: dict[str, Any] = {"kind": "tool_result", "callId": str(block.get("callId", ""))}
-            result["output"] = ERASED_TEXT
-            if isinstance(block.get("isError"), bool):
-                result["isError"] = block["isError"]
-            blocks.append(result)
-        else:
-            blocks.append({"kind": "text", "text": ERASED_TEXT})
-    erased = {"at": erased_at, "erasure": receipt}
-    return {"role": role, "blocks": blocks, "memstore": {"erased": erased}}
-
-
 def _subject_in_turn(backend: Backend, key: str) -> tuple[Any, Any]:
     """The SQL of whether a turn's top-level `key` is a string, and its value."""
     if backend.name == "postgresql":  # json, not jsonb: a turn may escape NUL (jsonb refuses it)
@@ -223,18 +188,21 @@ class _Graph:
 
 
 def _related(session_ids: set[str]) -> Plan[set[str]]:
-    """`session_ids` and the sessions that share a node id with one of them (forks)."""
+    """`session_ids` and the sessions that share a node id with one of them (forks).
+
+    No index leads from a node id to its sessions, so one scan of `nodes` answers, in the one
+    form both planners keep to; sessions being imported are dropped after. (Asked together
+    with the sessions' visibility, SQLite probed every visible session for every id, 20
+    million lookups for 200 sessions of 500 turns, and PostgreSQL every node of every session,
+    for one session's erasure; an index on `nodes.id` would make this a lookup per id.)"""
     related = set(session_ids)
     ordered = sorted(session_ids)
     for start in range(0, len(ordered), CHUNK):
         ids = select(nodes.c.id).where(nodes.c.session_id.in_(ordered[start : start + CHUNK]))
-        rows = (
-            yield select(nodes.c.session_id)
-            .where(nodes.c.id.in_(ids), NOT_IMPORTING_NODE)
-            .distinct()
-        )
+        rows = yield select(nodes.c.session_id).where(nodes.c.id.in_(ids)).distinct()
         related.update(rows.scalars())
-    return related
+    importing = yield select(sessions.c.id).where(sessions.c.importing.is_not(None))
+    return (related - set(importing.scalars())) | session_ids
 
 
 NOT_IMPORTING_NODE = nodes.c.session_id.in_(select(sessions.c.id).where(NOT_IMPORTING))
@@ -319,6 +287,8 @@ def _tombstone_rows(
         for session_id, node_id in chunk:
             by_session.setdefault(session_id, []).append(node_id)
         for session_id, ids in by_session.items():
+            # a statement per session, not per node: no index leads to `records` and
+            # `node_keys` rows by node, so each statement scans its session's rows once
             for table in (node_blocks, node_usage, node_keys):
                 yield delete(table).where(
                     table.c.session_id == session_id, table.c.node_id.in_(ids)

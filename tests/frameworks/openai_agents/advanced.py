@@ -1,31 +1,6 @@
-# MIT License
-#
-# Copyright (c) 2025 OpenAI
-#
-# Permission is hereby granted, free of charge, to any person obtaining a copy
-# of this software and associated documentation files (the "Software"), to deal
-# in the Software without restriction, including without limitation the rights
-# to use, copy, modify, merge, publish, distribute, sublicense, and/or sell
-# copies of the Software, and to permit persons to whom the Software is
-# furnished to do so, subject to the following conditions:
-#
-# The above copyright notice and this permission notice shall be included in all
-# copies or substantial portions of the Software.
-#
-# THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR
-# IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY,
-# FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN NO EVENT SHALL THE
-# AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER
-# LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM,
-# OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE
-# SOFTWARE.
-
-# `get_text_message`, `RecordingEditor`, `make_shell_call` and `make_apply_patch_dict` are
-# copied from openai-agents 0.24.0's tests (tests/test_responses.py, tests/utils/hitl.py; the
-# source distribution on PyPI), under the MIT License above. The rest is memstore's.
 """What the adopted `test_advanced_sqlite_session.py` runs on: `AdvancedSQLiteSession`, the
 reference class swapped for memstore's `MemstoreAdvancedSession` on the store of the test's
-variant (sync or async store, SQLite or PostgreSQL), and the SDK test helpers it imports."""
+variant (sync or async store, SQLite or PostgreSQL), with the SDK's constructor."""
 
 from __future__ import annotations
 
@@ -37,8 +12,6 @@ from typing import Any, cast
 
 import pytest
 import sqlalchemy
-from agents.items import TResponseOutputItem
-from openai.types.responses import ResponseOutputItem, ResponseOutputMessage, ResponseOutputText
 from sqlalchemy.engine import make_url
 
 from memstore import SessionStore
@@ -143,64 +116,3 @@ class AdvancedSQLiteSession(MemstoreAdvancedSession):
         store = _CURRENT[-1].store_for(db_path)
         super().__init__(session_id, store, create_tables=create_tables, **kwargs)
         self.db_path = db_path
-
-
-def get_text_message(content: str) -> ResponseOutputItem:
-    return ResponseOutputMessage(
-        id="1",
-        type="message",
-        role="assistant",
-        content=[ResponseOutputText(text=content, type="output_text", annotations=[], logprobs=[])],
-        status="completed",
-    )
-
-
-class RecordingEditor:
-    """Editor that records operations for testing."""
-
-    def __init__(self) -> None:
-        self.operations: list[Any] = []
-
-    def create_file(self, operation: Any) -> Any:
-        self.operations.append(operation)
-        return {"output": f"Created {operation.path}", "status": "completed"}
-
-    def update_file(self, operation: Any) -> Any:
-        self.operations.append(operation)
-        return {"output": f"Updated {operation.path}", "status": "completed"}
-
-    def delete_file(self, operation: Any) -> Any:
-        self.operations.append(operation)
-        return {"output": f"Deleted {operation.path}", "status": "completed"}
-
-
-def make_shell_call(
-    call_id: str,
-    *,
-    id_value: str | None = None,
-    commands: list[str] | None = None,
-    status: str = "in_progress",
-) -> TResponseOutputItem:
-    """Build a shell_call payload with optional overrides."""
-    return cast(
-        TResponseOutputItem,
-        {
-            "type": "shell_call",
-            "id": id_value or call_id,
-            "call_id": call_id,
-            "status": status,
-            "action": {"type": "exec", "commands": commands or ["echo test"], "timeout_ms": 1000},
-        },
-    )
-
-
-def make_apply_patch_dict(call_id: str, diff: str = "-a\n+b\n") -> TResponseOutputItem:
-    """Create an apply_patch_call dict payload."""
-    return cast(
-        TResponseOutputItem,
-        {
-            "type": "apply_patch_call",
-            "call_id": call_id,
-            "operation": {"type": "update_file", "path": "test.md", "diff": diff},
-        },
-    )

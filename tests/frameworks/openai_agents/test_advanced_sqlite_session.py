@@ -1,35 +1,15 @@
-# MIT License
+# Copyright (c) 2025 OpenAI. Licensed under the MIT License: see LICENSE in this directory.
 #
-# Copyright (c) 2025 OpenAI
-#
-# Permission is hereby granted, free of charge, to any person obtaining a copy
-# of this software and associated documentation files (the "Software"), to deal
-# in the Software without restriction, including without limitation the rights
-# to use, copy, modify, merge, publish, distribute, sublicense, and/or sell
-# copies of the Software, and to permit persons to whom the Software is
-# furnished to do so, subject to the following conditions:
-#
-# The above copyright notice and this permission notice shall be included in all
-# copies or substantial portions of the Software.
-#
-# THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR
-# IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY,
-# FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN NO EVENT SHALL THE
-# AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER
-# LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM,
-# OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE
-# SOFTWARE.
-
 # Adopted by memstore from openai/openai-agents-python, version 0.24.0 (the source distribution
 # on PyPI, openai_agents-0.24.0.tar.gz), tests/extensions/memory/test_advanced_sqlite_session.py,
 # under the MIT License above. Changed: the reference class `AdvancedSQLiteSession` is swapped
-# for memstore's `MemstoreAdvancedSession` (tests/frameworks/openai_advanced_support.py: the
-# SDK's constructor, on the store of each variant: sync and async stores, SQLite and
-# PostgreSQL), and the SDK's test helpers it imported come from that module too. Tests of the
-# reference's internals or table layout are expected to fail, each with its reason
-# (tests/frameworks/openai_advanced_expected.py). Annotated for mypy and formatted by ruff; the
-# error codes disabled below are those of the SDK's loose TypedDict items (with its own
-# `type: ignore`s) and of the reference's private attributes the internals tests reach for.
+# for memstore's `MemstoreAdvancedSession` (advanced.py here: the SDK's constructor, on the
+# store of each variant: sync and async stores, SQLite and PostgreSQL); the SDK's test helpers
+# it imported come from responses.py and hitl.py here. Tests of the reference's internals or
+# table layout are expected to fail, each listed with its reason (advanced_expected.py).
+# Annotated for mypy and formatted by ruff; the error codes disabled below are those of the
+# SDK's loose TypedDict items (with its own `type: ignore`s) and of the reference's private
+# attributes the internals tests reach for.
 # mypy: disable-error-code="attr-defined,misc,typeddict-item,typeddict-unknown-key,list-item"
 # mypy: disable-error-code="unused-ignore,no-any-return,redundant-cast"
 """Tests for AdvancedSQLiteSession functionality."""
@@ -60,14 +40,16 @@ from agents.testing import ScriptedModel
 from agents.usage import Usage
 from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
 
-from tests.frameworks.openai_advanced_support import (
+from tests.frameworks.openai_agents.advanced import (
     AdvancedSQLiteSession,
-    RecordingEditor,
     advanced_databases,  # noqa: F401  (every test runs on each store variant)
-    get_text_message,
+)
+from tests.frameworks.openai_agents.hitl import (
+    RecordingEditor,
     make_apply_patch_dict,
     make_shell_call,
 )
+from tests.frameworks.openai_agents.responses import get_text_message
 
 # Mark all tests in this file as asyncio
 pytestmark = pytest.mark.asyncio

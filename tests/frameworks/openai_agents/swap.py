@@ -1,0 +1,48 @@
+"""The swap of the adopted tests' reference class: where they built the SDK's
+`SQLiteSession(session_id, db_path, session_settings=...)`, they call a `SessionFactory`, which
+builds a `MemstoreSession` on the test's store instead (conftest.py's `make_session`)."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from agents.memory import SessionSettings
+
+from memstore.integrations._history import AnyStore
+from memstore.integrations.openai_agents import MemstoreSession
+
+
+class SessionUnderTest(MemstoreSession):
+    """A MemstoreSession answering the reference's `close()`, which the tests call at their end:
+    there is nothing to release per session (the fixture closes the test's store after it)."""
+
+    def close(self) -> None:
+        """Nothing: the session holds no connection of its own."""
+
+
+class SessionFactory(Protocol):
+    """`SQLiteSession`'s constructor, as the adopted tests call it."""
+
+    def __call__(
+        self,
+        session_id: str,
+        db_path: object = ...,
+        *,
+        session_settings: SessionSettings | dict[str, Any] | None = ...,
+    ) -> SessionUnderTest: ...
+
+
+def session_factory(store: AnyStore) -> SessionFactory:
+    """Sessions on `store`: every session of one test shares the test's new database, as the
+    reference's sessions of one `db_path` shared a file (so `db_path` itself is not used)."""
+
+    def make(
+        session_id: str,
+        db_path: object = ":memory:",
+        *,
+        session_settings: SessionSettings | dict[str, Any] | None = None,
+    ) -> SessionUnderTest:
+        del db_path
+        return SessionUnderTest(session_id, store, session_settings=session_settings)
+
+    return make
