@@ -483,3 +483,51 @@ def test_0018_views_leave_out_sessions_being_imported_and_the_downgrade_restores
         store.upgrade_schema()
     finally:
         store.close()
+
+
+INDEXES_0027 = {
+    "records": ("ix_records_session_id_node_id", ["session_id", "node_id"]),
+    "node_keys": ("ix_node_keys_session_id_node_id", ["session_id", "node_id"]),
+    "node_usage": ("ix_node_usage_node_id_session_id", ["node_id", "session_id"]),
+}
+
+
+def _indexes(url: str, table: str) -> dict[str, list[str]]:
+    engine = create_store_engine(url)
+    try:
+        found = sqlalchemy.inspect(engine).get_indexes(table)
+        return {
+            str(index["name"]): [str(name) for name in index["column_names"]] for index in found
+        }
+    finally:
+        engine.dispose()
+
+
+def test_0027_indexes_the_columns_deletes_and_usage_totals_look_up_and_keeps_rows(
+    database_url: str,
+) -> None:
+    store = SessionStore(database_url, auto_migrate=False)
+    try:
+        store.upgrade_schema()
+        for table, (name, columns) in INDEXES_0027.items():
+            assert _indexes(database_url, table)[name] == columns
+        user = {"role": "user", "blocks": [{"kind": "text", "text": "q"}]}
+        store.append_keyed("s", [user], ["k1"], usage={"inputTokens": 3, "model": "m"})
+        store.fork_session("s", None, "t")
+        counts = "SELECT (SELECT count(*) FROM records{}), (SELECT count(*) FROM node_keys{}),"
+        counts += " (SELECT count(*) FROM node_usage{})"
+        of_t = counts.format(*[" WHERE session_id = 't'"] * 3)
+        counts = counts.format("", "", "")
+        before = _rows(database_url, counts)
+        assert all(before[0])
+        assert _rows(database_url, of_t)[0][1:] == (1, 1)
+        store.downgrade_schema("0026")
+        for table, (name, _) in INDEXES_0027.items():
+            assert name not in _indexes(database_url, table)
+        assert _rows(database_url, counts) == before
+        store.upgrade_schema("0027")
+        assert [(row.key, row.nodes) for row in store.usage_stats("model")] == [("m", 1)]
+        assert store.delete_session("s")
+        assert _rows(database_url, counts) == _rows(database_url, of_t)
+    finally:
+        store.close()

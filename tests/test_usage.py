@@ -5,6 +5,7 @@ it on a line of its own that an import reads back. SQLite and PostgreSQL, sync a
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -264,3 +265,80 @@ def test_cost_totals_are_whole_to_a_billionth_of_a_dollar(store: SessionStore) -
     store.append_many("a", [turn("assistant", str(i)) for i in range(1500)], usage=[cheap] * 1500)
     assert store.sessions()[0].cost_usd == 1.5
     assert [t.cost_usd for t in store.usage_stats("session")] == [1.5]
+
+
+def _expected_stats(store: SessionStore, by: str) -> dict[Any, tuple[Any, ...]]:
+    """`usage_stats(by)` worked out in Python from the rows: by model or day, each node id
+    counted once, in the visible session whose id sorts first (the ids are plain ASCII letters
+    and digits, which both databases sort alike)."""
+    rows = store.read_only_query(
+        "SELECT u.session_id, u.node_id, u.model, u.input_tokens, u.output_tokens,"
+        " u.cache_read_tokens, u.cache_write_tokens, u.cost_usd, n.created_at"
+        " FROM node_usage AS u JOIN nodes AS n"
+        " ON n.session_id = u.session_id AND n.id = u.node_id"
+        " JOIN sessions AS s ON s.id = u.session_id WHERE s.importing IS NULL"
+        " ORDER BY u.session_id"
+    ).rows
+    counted: dict[Any, tuple[Any, ...]] = {}
+    for session_id, node_id, model, *tokens, cost_usd, created_at in rows:
+        copy = (session_id, node_id) if by == "session" else node_id  # by session: each copy
+        counted.setdefault(copy, (session_id, model, tokens, cost_usd, created_at))
+    totals: dict[Any, list[Any]] = {}
+    for session_id, model, tokens, cost_usd, created_at in counted.values():
+        day = datetime.fromtimestamp(created_at / 1000, UTC).date().isoformat()
+        key = {"session": session_id, "model": model, "day": day}[by]
+        total = totals.setdefault(key, [0, 0, 0, 0, 0, 0.0])
+        total[0] += 1
+        for index, value in enumerate(tokens, start=1):
+            total[index] += value or 0
+        total[5] += cost_usd or 0.0
+    return {key: (*total[:5], round(total[5], 9)) for key, total in totals.items()}
+
+
+def test_usage_stats_count_each_forked_call_once_in_the_first_visible_session(
+    open_store: Any, database_url: str
+) -> None:
+    """Forks, forks of forks, a copy whose usage was replaced, a deleted original and a copy in
+    a session being imported: the totals by session, model and day equal those worked out in
+    Python from the rows, and they come most expensive first."""
+    store: SessionStore = open_store()
+    day = 1_767_225_600_000  # 2026-01-01 UTC
+    path = []
+    for number in range(8):
+        usage = NodeUsage(100 * number, number, number % 3, 1, number / 8, f"m{number % 3}")
+        created = day + (number % 3) * 86_400_000 + number
+        node = store.append("s3", turn("assistant", f"t{number}"), created_at=created, usage=usage)
+        path.append(node.id)
+    store.fork_session("s3", path[4], "s5")  # a part
+    store.append("s5", turn("assistant", "own"), created_at=day, usage=NodeUsage(7, model="m9"))
+    store.fork_session("s5", None, "s7")  # a fork of a fork
+    store.fork_session("s3", None, "s1")  # sorts before the original
+    store.record_usage("s1", NodeUsage(5, model="m-replaced"), node_id=path[2])
+    store.fork_session("s3", None, "s0")  # sorts first, but is being imported: not counted
+    store.fork_session("s3", path[1], "s9")
+    store.delete_session("s9")
+    marker = SessionStore(database_url)
+    try:
+        with marker.engine.begin() as connection:
+            connection.exec_driver_sql("UPDATE sessions SET importing = 'x' WHERE id = 's0'")
+    finally:
+        marker.close()
+    for by in ("session", "model", "day"):
+        found = store.usage_stats(by)
+        got = {
+            row.key: (
+                row.nodes,
+                row.input_tokens,
+                row.output_tokens,
+                row.cache_read_tokens,
+                row.cache_write_tokens,
+                round(row.cost_usd, 9),
+            )
+            for row in found
+        }
+        assert got == _expected_stats(store, by), by
+        costs = [(row.cost_usd, row.input_tokens + row.output_tokens) for row in found]
+        assert costs == sorted(costs, reverse=True)
+    by_model = {row.key: row.nodes for row in store.usage_stats("model")}
+    assert by_model["m-replaced"] == 1
+    assert sum(by_model.values()) == 9  # 8 calls + "own"

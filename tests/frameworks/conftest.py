@@ -1,9 +1,10 @@
-"""Running the frameworks' own tests (written for pytest-asyncio) on memstore's adapters: each
-`async def` test runs in a new event loop, and each argument that is an `OnStore` (the
-`session_service` here, `make_session` of openai_agents/) becomes the adapter on a new
-SessionStore or AsyncSessionStore, SQLite or PostgreSQL, opened in that loop and closed after
-the test. A plain `def` test gets its stores opened outside any loop. The OpenAI Agents SDK's
-advanced session tests open theirs through `advanced_databases`
+"""Running the frameworks' own tests (written for pytest-asyncio, or anyio's pytest plugin) on
+memstore's adapters: each `async def` test runs in a new event loop (an anyio test under its
+`anyio_backend`, asyncio or trio), and each argument that is an `OnStore` (`session_service`
+here, `make_session` in openai_agents/, `store_class` in claude_agent_sdk/) becomes what it makes
+on a new SessionStore or AsyncSessionStore, SQLite or PostgreSQL, opened in that loop and closed
+after the test. A plain `def` test gets its stores opened outside any loop. The OpenAI Agents
+SDK's advanced session tests open theirs through `advanced_databases`
 (tests/frameworks/openai_agents/advanced.py), closed here on the test's loop."""
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 import pytest
 
 from memstore.integrations._history import AnyStore
@@ -55,7 +57,11 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     arguments = {name: pyfuncitem.funcargs[name] for name in names}
     if inspect.iscoroutinefunction(pyfuncitem.obj):
         databases = pyfuncitem.funcargs.get("advanced_databases")
-        asyncio.run(_call(pyfuncitem.obj, arguments, databases))
+        backend = pyfuncitem.funcargs.get("anyio_backend")  # an anyio test: asyncio or trio
+        if pyfuncitem.get_closest_marker("anyio") is not None and isinstance(backend, str):
+            anyio.run(_call, pyfuncitem.obj, arguments, databases, backend=backend)
+        else:
+            asyncio.run(_call(pyfuncitem.obj, arguments, databases))
         return True
     if not any(isinstance(value, OnStore) for value in arguments.values()):
         return None
@@ -76,8 +82,8 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
 async def _call(test: Any, arguments: dict[str, Any], databases: Any = None) -> None:
     stores = _made(arguments)
     try:
-        for store in stores:  # bound to this loop before the test (the loop rule)
-            await maybe(getattr(store, "open", lambda: None)())
+        for store in stores:  # bound to this loop (under trio, its own) before the test
+            await maybe(getattr(store, "open", lambda: None)(), store)
         await test(**arguments)
     finally:
         await _closed(stores)
@@ -103,7 +109,7 @@ def _made(arguments: dict[str, Any]) -> list[Any]:
 
 async def _closed(stores: list[Any]) -> None:
     for store in stores:
-        await maybe(store.close())
+        await maybe(store.close(), store)
 
 
 _TEMP_IN_SESSION = (

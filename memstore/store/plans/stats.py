@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from sqlalchemy import ColumnElement, Table, func, literal_column, select
+from sqlalchemy import ColumnElement, Table, exists, func, literal_column, select
 
 from memstore.errors import InvalidArgumentError
 from memstore.store.plans.contract import Plan
@@ -117,33 +117,32 @@ def usage_totals(backend: Backend, by: str, limit: int | None = None) -> Plan[li
         raise InvalidArgumentError(f"usage is totalled by session, model or day, not {by!r}")
     if limit is not None and (type(limit) is not int or limit < 0):
         raise InvalidArgumentError(f"a limit is a whole number >= 0, not {limit!r}")
-    usage: Any = node_usage
     visible = [of_visible_session(node_usage.c.session_id)]
     if by != "session":  # a node copied by a fork is one model call: counted once
-        usage = _one_copy_per_node()
-        visible = [usage.c.nth == 1]
+        visible.append(_first_copy())
     if by == "day":
         created = f"{nodes.name}.{nodes.c.created_at.name}"
         day = _DAY[backend.name].format(created=created)
         key: Any = literal_column(day)
     else:
-        key = usage.c.session_id if by == "session" else usage.c.model
-    sums = [func.coalesce(func.sum(usage.c[name]), 0) for name in _SUMMED]
+        key = node_usage.c.session_id if by == "session" else node_usage.c.model
+    sums = [func.coalesce(func.sum(node_usage.c[name]), 0) for name in _SUMMED]
     cost = sums[-1]
     query = (
         select(key.label("key"), func.count().label("nodes"), *sums)
-        .select_from(usage)
+        .select_from(node_usage)
         .where(*visible)
         .group_by(key)
         .order_by(cost.desc(), (sums[0] + sums[1]).desc(), key)
     )
     if by == "day":
-        query = query.join(
-            nodes, (nodes.c.session_id == usage.c.session_id) & (nodes.c.id == usage.c.node_id)
+        of_node = (nodes.c.session_id == node_usage.c.session_id) & (
+            nodes.c.id == node_usage.c.node_id
         )
+        query = query.join(nodes, of_node)
     if limit is not None:
         query = query.limit(limit)
-    rows = yield query
+    rows = (yield query).all()
     return [
         UsageTotals(
             key=row[0],
@@ -158,20 +157,18 @@ def usage_totals(backend: Backend, by: str, limit: int | None = None) -> Plan[li
     ]
 
 
-def _one_copy_per_node() -> Any:
-    """The visible `node_usage` rows numbered per node id (`nth`), the session whose id sorts
-    first being 1: a node id is a content address (parent, turn, time), so rows of one node id in
-    several sessions are copies of one model call (a fork's, or the same export imported twice)."""
-    copy = func.row_number().over(
-        partition_by=node_usage.c.node_id, order_by=node_usage.c.session_id
-    )
-    return (
-        select(  # the columns summed and joined only: a narrower sort
-            *(node_usage.c[name] for name in ("session_id", "node_id", "model", *_SUMMED)),
-            copy.label("nth"),
-        )
-        .where(of_visible_session(node_usage.c.session_id))
-        .subquery("usage_once")
+def _first_copy() -> ColumnElement[bool]:
+    """Whether a visible `node_usage` row is its node's first copy: no visible session whose id
+    sorts before its own holds a row of the same node id. A node id is a content address
+    (parent, turn, time), so rows of one node id in several sessions are copies of one model
+    call (a fork's, or the same export imported twice). One index probe per row
+    (`ix_node_usage_node_id_session_id`, migration 0027), where numbering each node's copies
+    with a window function sorted every row."""
+    earlier = node_usage.alias("earlier")
+    return ~exists().where(
+        earlier.c.node_id == node_usage.c.node_id,
+        earlier.c.session_id < node_usage.c.session_id,
+        of_visible_session(earlier.c.session_id),
     )
 
 
