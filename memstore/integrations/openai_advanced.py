@@ -1,92 +1,68 @@
-"""The OpenAI Agents SDK's `AdvancedSQLiteSession` on a memstore store, on SQLite and PostgreSQL;
-needs the `openai-agents` extra.
+"""The OpenAI Agents SDK's `AdvancedSQLiteSession` on a memstore store, SQLite or PostgreSQL,
+sync or async; needs the `openai-agents` extra. Replacing the import is the migration:
 
 ```python
 from memstore.integrations.openai_advanced import MemstoreAdvancedSession as AdvancedSQLiteSession
 
 session = AdvancedSQLiteSession(session_id="user-42", db_path="conversations.db")
-session = AdvancedSQLiteSession(session_id="user-42", store=store)  # any memstore store
 ```
 
-The same public methods with the same meaning: branches from any user turn
-(`create_branch_from_turn`, `create_branch_from_content`, `switch_to_branch`, `list_branches`,
-`delete_branch`), items per branch, usage per turn and per session (`store_run_usage`,
-`get_turn_usage`, `get_session_usage`), tool usage, turns found by content, conversation turns.
-
-How it maps onto memstore: each item is a turn; the branch `main` of the session `s` is the
-memstore session `s` (what `MemstoreSession("s", store)` reads and writes), and every other
-branch `b` is the memstore session `s@b`, forked from `s`'s path before the turn it branches
-from (its nodes are the same content addresses). A turn number is derived from the path (the
-count of user messages up to an item), so nothing beside the turns needs keeping in step.
-Like `MemstoreSession`, nothing is deleted: `pop_item`, `delete_branch` and `clear_session` move
-heads (a deleted or cleared branch starts again from a `cleared` marker), and a branch's
-session keeps its name reserved, as the SDK's reservations do. A run's usage per turn is kept
-in the metadata of the branch's session, anchored to the turn's first node, so a turn that is
-popped, cleared or replaced no longer counts.
+Each item is a turn; the branch `main` of session `s` is the memstore session `s` (what
+`MemstoreSession` reads and writes), any other branch `b` the session `s@b`, forked from `s`'s
+path before the turn it branches from. Turn numbers are derived from the path; nothing is
+deleted (a deleted or cleared branch starts again from a `cleared` marker and keeps its name
+reserved); a turn's usage is kept in its branch session's metadata, anchored to its first node.
 """
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
-import hashlib
 import logging
 import re
 import tempfile
 import threading
-import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from contextlib import suppress
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from memstore.errors import (
     BranchError,
-    InvalidSessionIdError,
     MissingExtraError,
-    SessionClosedError,
-    SessionExistsError,
-    UnknownSessionError,
 )
 
 try:
     from agents import _debug
     from agents.logger import log_model_action_error
     from agents.memory import SessionSettings
-    from agents.memory.session_settings import coerce_session_settings, resolve_session_limit
+    from agents.memory.session_settings import resolve_session_limit
 except ImportError as exc:
     raise MissingExtraError(__name__, "openai-agents", exc) from exc
 
 from memstore.convert.responses import RESPONSES
 from memstore.integrations import _advanced_turns as structure
 from memstore.integrations import _history
-from memstore.integrations._history import AnyStore, History
-from memstore.store import SessionStore
+from memstore.integrations._advanced_base import (
+    MAIN,
+    USAGE_KEY,
+    AdvancedBase,
+    bump_clears,
+    clear_count,
+    merge,
+    path_nodes,
+    plain_item,
+    settled,
+)
+from memstore.integrations._history import AnyStore
 from memstore.store.plans import now_ms
-from memstore.types import SessionNode, validate_session_id
+from memstore.types import validate_session_id
 
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem
 
 __all__ = ["MAIN", "MemstoreAdvancedSession"]
 
-T = TypeVar("T")
 
-MAIN = "main"
-"""The branch every session starts on; its memstore session is the session id itself."""
-
-SESSION_KEY = "openai_agents_session"
-"""Metadata of a branch's memstore session: the session it is a branch of."""
-BRANCH_KEY = "openai_agents_branch"
-"""Metadata of a branch's memstore session: the branch's name."""
-USAGE_KEY = "openai_agents_turn_usage"
-"""Metadata of a branch's memstore session: the runs' usage by turn number."""
-CLEARS_KEY = "openai_agents_clears"
-"""Metadata of the main session: how many times `clear_session` ran (other instances on a
-branch move back to `main` when it changes)."""
-
-
-class MemstoreAdvancedSession:
+class MemstoreAdvancedSession(AdvancedBase):
     """An OpenAI Agents SDK session with branches and usage analytics, kept in a memstore store:
     a drop-in for `agents.extensions.memory.AdvancedSQLiteSession`."""
 
@@ -133,52 +109,6 @@ class MemstoreAdvancedSession:
         self._order_lock = threading.Lock()
         self._tail: concurrent.futures.Future[None] | None = None
 
-    # --- settings, closing ---------------------------------------------------------------
-
-    @property
-    def session_settings(self) -> SessionSettings:
-        """The settings (`{"limit": 2}` or a `SessionSettings`; None: the defaults)."""
-        return self._settings
-
-    @session_settings.setter
-    def session_settings(self, value: SessionSettings | dict[str, Any] | None) -> None:
-        self._settings = SessionSettings() if value is None else coerce_session_settings(value)
-
-    @property
-    def current_branch_id(self) -> str:
-        """The branch `get_items`, `add_items` and the other calls without `branch_id` use."""
-        return self._state[0]
-
-    @property
-    def _current_branch_id(self) -> str:
-        """The SDK's private name of `current_branch_id` (its own tests read it)."""
-        return self._state[0]
-
-    def _open_own_store(self, db_path: str | Path) -> AnyStore:
-        text = str(db_path)
-        if "://" in text:
-            return SessionStore(text)
-        if text == ":memory:":
-            self._temporary = tempfile.TemporaryDirectory(prefix="memstore-advanced-")
-            text = str(Path(self._temporary.name) / "session.db")
-        return SessionStore(f"sqlite:///{text}")
-
-    def close(self) -> None:
-        """Close the session; a store it opened itself (from `db_path`) is closed too."""
-        self._closed = True
-        if self._owns_store and isinstance(self.store, SessionStore):
-            self.store.close()
-        if self._temporary is not None:
-            self._temporary.cleanup()
-            self._temporary = None
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise SessionClosedError(
-                f"this AdvancedSQLiteSession is closed (MemstoreAdvancedSession "
-                f"{self.session_id!r}): open a new one"
-            )
-
     # --- items ---------------------------------------------------------------------------
 
     async def get_items(
@@ -191,7 +121,7 @@ class MemstoreAdvancedSession:
             return []
         last = limit + 1 if limit is not None and limit > 0 else None
         branch = await self._read_branch(branch_id)
-        nodes = await self._run(_path_nodes(self._sid(branch), last))
+        nodes = await self._run(path_nodes(self._sid(branch), last))
         items = [item for node in nodes for item in RESPONSES.to_items(node.turn)]
         if limit is not None and limit > 0:
             items = items[-limit:]
@@ -202,7 +132,7 @@ class MemstoreAdvancedSession:
         self._check_open()
         if not items:
             return
-        plain = [_plain(item) for item in items]
+        plain = [plain_item(item) for item in items]
         branch, generation = self._state
 
         async def add() -> None:
@@ -210,7 +140,7 @@ class MemstoreAdvancedSession:
             turns = RESPONSES.to_turns(plain)
             await self._run(_history.add(self._sid(target), turns))
 
-        await _settled(self._ordered(add))
+        await settled(self._ordered(add))
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Remove the newest item of the current branch and return it (None if empty); the
@@ -226,7 +156,7 @@ class MemstoreAdvancedSession:
             items = RESPONSES.to_items(turn)
             return items[-1] if items else None  # type: ignore[return-value]
 
-        return await _settled(self._ordered(pop))
+        return await settled(self._ordered(pop))
 
     async def clear_session(self) -> None:
         """Empty every branch and move to `main`; branch names stay reserved, and the old
@@ -237,11 +167,11 @@ class MemstoreAdvancedSession:
             sessions = [self.session_id] + [sid for sid, _ in await self._branch_sessions()]
             for sid in sessions:
                 await self._run(_history.clear(sid, now_ms()))
-                await self._run(_merge(sid, {USAGE_KEY: None}))
-            generation = await self._run(_bump_clears(self.session_id))
+                await self._run(merge(sid, {USAGE_KEY: None}))
+            generation = await self._run(bump_clears(self.session_id))
             self._state = (MAIN, generation)
 
-        await _settled(self._ordered(clear))
+        await settled(self._ordered(clear))
 
     # --- branches ------------------------------------------------------------------------
 
@@ -269,9 +199,7 @@ class MemstoreAdvancedSession:
 
         async def create() -> tuple[str, str, Any]:
             source_branch = await self._write_branch(source, generation)
-            entries = structure.entries(
-                await self._run(_path_nodes(self._sid(source_branch), None))
-            )
+            entries = structure.entries(await self._run(path_nodes(self._sid(source_branch), None)))
             start = next(
                 (
                     index
@@ -287,12 +215,12 @@ class MemstoreAdvancedSession:
                 )
             leaf = entries[start - 1].node.id if start else None
             name = await self._reserve(source_branch, leaf, branch_name, turn_number)
-            clears = await self._run(_clears(self.session_id))
+            clears = await self._run(clear_count(self.session_id))
             if clears == self._state[1]:
                 self._state = (name, clears)
             return name, source_branch, entries[start].item.get("content", "")
 
-        name, source_branch, content = await _settled(self._ordered(create))
+        name, source_branch, content = await settled(self._ordered(create))
         if _debug.DONT_LOG_MODEL_DATA:
             self._logger.debug(
                 "Created branch '%s' from turn %s in '%s'", name, turn_number, source_branch
@@ -329,11 +257,11 @@ class MemstoreAdvancedSession:
         Raises:
             BranchError: the branch has no items (it does not exist).
         """
-        nodes = await self._run(_path_nodes(self._sid(branch_id), 1))
+        nodes = await self._run(path_nodes(self._sid(branch_id), 1))
         if not nodes:
             raise BranchError(f"Branch '{branch_id}' does not exist")
         old = self._state[0]
-        self._state = (branch_id, await self._run(_clears(self.session_id)))
+        self._state = (branch_id, await self._run(clear_count(self.session_id)))
         self._logger.info("Switched from branch '%s' to '%s'", old, branch_id)
 
     async def delete_branch(self, branch_id: str, force: bool = False) -> None:
@@ -356,18 +284,18 @@ class MemstoreAdvancedSession:
                     f"Cannot delete current branch '{branch_id}'. "
                     "Use force=True or switch branches first"
                 )
-            if not await self._run(_path_nodes(self._sid(branch_id), 1)):
+            if not await self._run(path_nodes(self._sid(branch_id), 1)):
                 raise BranchError(f"Branch '{branch_id}' does not exist")
             await self.switch_to_branch(MAIN)
 
         async def delete() -> None:
             sid = self._sid(branch_id)
-            if not await self._run(_path_nodes(sid, 1)):
+            if not await self._run(path_nodes(sid, 1)):
                 raise BranchError(f"Branch '{branch_id}' does not exist")
             await self._run(_history.clear(sid, now_ms()))
-            await self._run(_merge(sid, {USAGE_KEY: None}))
+            await self._run(merge(sid, {USAGE_KEY: None}))
 
-        await _settled(self._ordered(delete))
+        await settled(self._ordered(delete))
         self._logger.info("Deleted branch '%s'", branch_id)
 
     async def list_branches(self) -> list[dict[str, Any]]:
@@ -377,7 +305,7 @@ class MemstoreAdvancedSession:
         current = await self._read_branch(None)
         found: list[tuple[int, str, list[structure.Entry]]] = []
         for sid, name in [(self.session_id, MAIN), *await self._branch_sessions()]:
-            entries = structure.entries(await self._run(_path_nodes(sid, None)))
+            entries = structure.entries(await self._run(path_nodes(sid, None)))
             if entries:
                 created = entries[0].node.created_at
                 found.append((created, name, entries))
@@ -466,7 +394,7 @@ class MemstoreAdvancedSession:
                     turn, usage, branch_id=target, turn_anchor=anchor
                 )
 
-            await _settled(self._ordered(store))
+            await settled(self._ordered(store))
         except Exception as exc:
             session_id = self.session_id
             log_model_action_error(
@@ -485,7 +413,7 @@ class MemstoreAdvancedSession:
             self._logger.debug("Skipping usage store: no turn on branch %r", branch_id)
             return
         row = {**structure.usage_row(usage), "anchor": turn_anchor}
-        await self._run(_merge(self._sid(branch_id), {USAGE_KEY: {str(user_turn_number): row}}))
+        await self._run(merge(self._sid(branch_id), {USAGE_KEY: {str(user_turn_number): row}}))
 
     async def get_session_usage(self, branch_id: str | None = None) -> dict[str, int] | None:
         """The usage summed over the turns of one branch, or of all (None): `requests`,
@@ -519,191 +447,3 @@ class MemstoreAdvancedSession:
             {"user_turn_number": turn, **structure.usage_view(usage[turn])}
             for turn in sorted(usage)
         ]
-
-    # --- helpers -------------------------------------------------------------------------
-
-    def _sid(self, branch: str) -> str:
-        """The memstore session of a branch: the session itself for `main`, else `s@branch`
-        (a branch name no session id can hold is replaced by its hash)."""
-        if branch == MAIN:
-            return self.session_id
-        try:
-            return validate_session_id(f"{self.session_id}@{branch}")
-        except InvalidSessionIdError:
-            digest = hashlib.sha256(branch.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-            return validate_session_id(f"{self.session_id[:200]}@#{digest}")
-
-    async def _run(self, history: History[T]) -> T:
-        return await _history.arun(self.store, history)
-
-    async def _clears_changed(self, generation: int) -> tuple[bool, int]:
-        clears = await self._run(_clears(self.session_id))
-        return clears != generation, clears
-
-    async def _write_branch(self, branch: str, generation: int) -> str:
-        """The branch a write captured at `branch` goes to: `main` if the session was cleared
-        since (by this instance or another)."""
-        if branch == MAIN and self._state[0] == MAIN:
-            return MAIN
-        changed, clears = await self._clears_changed(self._state[1])
-        if changed:
-            self._state = (MAIN, clears)
-        if self._state[1] != generation:
-            return self._state[0]
-        return branch
-
-    async def _read_branch(self, branch_id: str | None) -> str:
-        if branch_id is not None:
-            return branch_id
-        branch, generation = self._state
-        if branch == MAIN:
-            return MAIN
-        changed, clears = await self._clears_changed(generation)
-        if changed:
-            self._state = (MAIN, clears)
-            return MAIN
-        return branch
-
-    async def _branch_entries(self, branch_id: str | None) -> list[structure.Entry]:
-        branch = await self._read_branch(branch_id)
-        return structure.entries(await self._run(_path_nodes(self._sid(branch), None)))
-
-    async def _branch_sessions(self) -> list[tuple[str, str]]:
-        """The memstore sessions of the branches other than `main`, with their names."""
-        infos = await self._run(_listed(self.session_id))
-        return [(info.id, str(info.metadata[BRANCH_KEY])) for info in infos]
-
-    async def _turn_usage(self, sid: str) -> dict[int, dict[str, Any]]:
-        """The usage of the turns still on the branch (anchored to their first node)."""
-        metadata = await self._run(_metadata(sid))
-        stored = (metadata or {}).get(USAGE_KEY)
-        if not stored:
-            return {}
-        first: dict[int, str] = {}
-        for entry in structure.entries(await self._run(_path_nodes(sid, None))):
-            first.setdefault(entry.turn, entry.node.id)
-        return {
-            int(turn): row
-            for turn, row in stored.items()
-            if first.get(int(turn)) == row.get("anchor")
-        }
-
-    async def _reserve(
-        self, source: str, leaf: str | None, name: str | None, turn_number: int
-    ) -> str:
-        """Create the new branch's session (a fork of the source's path to `leaf`), which
-        reserves its name; the name."""
-        if name is not None:
-            if name == MAIN or not await self._run(_created(self, source, leaf, name)):
-                raise BranchError(
-                    f"Branch ID '{name}' has already been used. Choose a new branch ID."
-                )
-            return name
-        base = f"branch_from_turn_{turn_number}_{int(time.time())}"
-        candidate, suffix = base, 1
-        while not await self._run(_created(self, source, leaf, candidate)):
-            suffix += 1
-            candidate = f"{base}_{suffix}"
-        return candidate
-
-    def _ordered(self, make: Callable[[], Awaitable[T]]) -> Awaitable[T]:
-        """Run `make()` after the operations this instance was asked for before it: the
-        order is taken now, before the caller first awaits (as the SDK's session does)."""
-        done: concurrent.futures.Future[None] = concurrent.futures.Future()
-        with self._order_lock:
-            before, self._tail = self._tail, done
-
-        async def run() -> T:
-            try:
-                if before is not None:
-                    await asyncio.wrap_future(before)
-                return await make()
-            finally:
-                done.set_result(None)
-                with self._order_lock:
-                    if self._tail is done:
-                        self._tail = None
-
-        return run()
-
-
-# --- the store calls (generators of store calls, as `_history`'s) ----------------------------
-
-
-def _path_nodes(sid: str, last: int | None) -> History[list[SessionNode]]:
-    """The nodes of a branch's items (the newest `last` at least), after its last clear."""
-    nodes: list[SessionNode] = yield "load_path_nodes", (sid,), {"last": last}
-    if nodes and _history.is_cleared(nodes[0].turn):
-        nodes = nodes[1:]
-    return nodes
-
-
-def _metadata(sid: str) -> History[Mapping[str, Any] | None]:
-    """A session's metadata; None if there is no such session."""
-    found: dict[str, Any] = yield "session_metadata", ([sid],), {}
-    stored = found.get(sid)
-    return None if stored is None else stored.metadata
-
-
-def _listed(session_id: str) -> History[list[Any]]:
-    infos: list[Any] = yield "sessions", (), {"metadata": {SESSION_KEY: session_id}, "order": "id"}
-    return [info for info in infos if isinstance(info.metadata.get(BRANCH_KEY), str)]
-
-
-def _clears(session_id: str) -> History[int]:
-    metadata = yield from _metadata(session_id)
-    return int((metadata or {}).get(CLEARS_KEY) or 0)
-
-
-def _merge(sid: str, values: Mapping[str, Any], *, exists: bool | None = True) -> History[None]:
-    """Merge `values` into a session's metadata in one transaction (a mapping into the object
-    at its key, anything else replacing it); with `exists`, only into a session that exists."""
-    try:
-        yield "append_merging_metadata", (sid, [], {sid: dict(values)}), {"exists": exists}
-    except UnknownSessionError:
-        return
-
-
-def _bump_clears(session_id: str) -> History[int]:
-    clears = (yield from _clears(session_id)) + 1
-    yield from _merge(session_id, {CLEARS_KEY: clears}, exists=None)
-    return clears
-
-
-def _created(
-    session: MemstoreAdvancedSession, source: str, leaf: str | None, name: str
-) -> History[bool]:
-    """Create the branch `name`'s session from the source's path to `leaf` (None: empty);
-    False if its session exists (the name was used)."""
-    sid = session._sid(name)
-    names = {SESSION_KEY: session.session_id, BRANCH_KEY: name}
-    try:
-        if leaf is None:
-            call = (sid, [_history.CLEARED], {sid: names})
-            yield "append_merging_metadata", call, {"exists": False}
-            return True
-        yield "fork_session", (session._sid(source), leaf, sid), {}
-    except SessionExistsError:
-        return False
-    yield from _merge(sid, names)
-    return True
-
-
-def _plain(item: Any) -> dict[str, Any]:
-    """An item as a JSON dict (the SDK may hand over pydantic models)."""
-    if hasattr(item, "model_dump"):
-        return item.model_dump(mode="json", exclude_unset=True)  # type: ignore[no-any-return]
-    return dict(item)
-
-
-async def _settled(awaitable: Awaitable[T]) -> T:
-    """Await a mutation that, once started, finishes even if the caller is cancelled (the
-    cancellation is raised after it, so its outcome is known)."""
-    task = asyncio.ensure_future(awaitable)
-    try:
-        return await asyncio.shield(task)
-    except asyncio.CancelledError:
-        while not task.done():
-            with suppress(asyncio.CancelledError):
-                await asyncio.wait({task})
-        raise
