@@ -301,3 +301,22 @@ def test_a_whole_path_is_read_through_the_session_index(
     assert not ran(seen, "WITH RECURSIVE")  # one chain: read flat, not walked
     assert session_read_problems(seen) == []
     assert lookup_problems(seen) == []
+
+
+@pytest.mark.parametrize("analyzed_small", [False, True], ids=["never-analyzed", "analyzed-small"])
+def test_imports_after_small_ones_check_their_keys_by_index(
+    plans: Plans, tmp_path: Path, analyzed_small: bool
+) -> None:
+    """An import's foreign key checks keep generic plans while rows are copied (`copying.py`):
+    plans made when the tables held a few rows must still look keys up by index in a big
+    import on the same connection, not scan the tables that have grown since."""
+    for number in range(4):  # more than five checks of each key: generic plans are made
+        small = chain(f"small{number}", 4)
+        plans.store.import_jsonl(write_jsonl(tmp_path / f"small{number}.jsonl", small))
+    if analyzed_small:
+        plans.analyze()
+    with plans.recording():
+        plans.store.import_jsonl(write_jsonl(tmp_path / "big.jsonl", chain("big", SIZE)))
+    checks = [seen for seen in plans.seen if "FOR KEY SHARE" in seen["Query Text"]]
+    assert checks
+    assert lookup_problems(checks) == []

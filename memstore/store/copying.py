@@ -139,6 +139,24 @@ def _staged_copy(
     )
 
 
+# While rows are copied, the foreign key checks (one per row copied) keep generic plans rather
+# than being planned afresh for each row, which took about a third of an import's time; with
+# sequential scans off, as in `memstore_append` (migration 0025), any generic plan made then
+# looks the referenced row up by index, whatever the table's size when it was made (outside
+# these statements plans stay custom: `engine.configure_postgresql`). JIT is off with them: the
+# cost sequential scans are given when off would make PostgreSQL compile the move's
+# `INSERT ... SELECT` (about a second per statement).
+_KEYED_PLANS = (
+    "SELECT current_setting('plan_cache_mode'), current_setting('enable_seqscan'),"
+    " current_setting('jit'), set_config('plan_cache_mode', 'auto', true),"
+    " set_config('enable_seqscan', 'off', true), set_config('jit', 'off', true)"
+)
+_RESTORE = (
+    "SELECT set_config('plan_cache_mode', %s, true), set_config('enable_seqscan', %s, true),"
+    " set_config('jit', %s, true)"
+)
+
+
 def copy_rows(driver: Any, dialect: Dialect, step: BulkRows) -> PreparedRows:
     """Copy `step`'s rows on a psycopg connection (or, from a sync connection over an asyncio
     one, as `run_sync` gives it, its asyncio connection), inside its transaction."""
@@ -146,6 +164,7 @@ def copy_rows(driver: Any, dialect: Dialect, step: BulkRows) -> PreparedRows:
         return await_only(copy_rows_async(driver, dialect, step))
     copy = _copy_of(step.insert, dialect)
     with driver.cursor() as cursor:
+        settings = cursor.execute(_KEYED_PLANS).fetchone()[:3]
         for sql in copy.before:
             cursor.execute(sql)
         with cursor.copy(copy.copy_sql) as writer:
@@ -153,6 +172,7 @@ def copy_rows(driver: Any, dialect: Dialect, step: BulkRows) -> PreparedRows:
                 writer.write_row(values)
         for sql in copy.after:
             cursor.execute(sql)
+        cursor.execute(_RESTORE, settings)
     return PreparedRows((), len(step.rows))
 
 
@@ -160,6 +180,7 @@ async def copy_rows_async(driver: Any, dialect: Dialect, step: BulkRows) -> Prep
     """`copy_rows` on psycopg's asyncio connection."""
     copy = _copy_of(step.insert, dialect)
     async with driver.cursor() as cursor:
+        settings = (await (await cursor.execute(_KEYED_PLANS)).fetchone())[:3]
         for sql in copy.before:
             await cursor.execute(sql)
         async with cursor.copy(copy.copy_sql) as writer:
@@ -167,6 +188,7 @@ async def copy_rows_async(driver: Any, dialect: Dialect, step: BulkRows) -> Prep
                 await writer.write_row(values)
         for sql in copy.after:
             await cursor.execute(sql)
+        await cursor.execute(_RESTORE, settings)
     return PreparedRows((), len(step.rows))
 
 
