@@ -106,3 +106,36 @@ def test_no_memstore_modules_import_each_other_in_a_circle() -> None:
     for name in graph:
         graph[name] = {module for module in graph[name] if not name.startswith(module + ".")}
     assert _cycle(graph) is None, " -> ".join(_cycle(graph) or [])
+
+
+BACKEND_NAMES = ("sqlite", "postgresql")
+
+
+def test_only_the_backend_policy_tells_the_databases_apart_by_name() -> None:
+    """What differs between SQLite and PostgreSQL is a trait of `store/policy.py`'s `Backend`,
+    so a third backend is one more `Backend`: no other module compares a dialect's or a
+    backend's name with a database's name."""
+    found = []
+    for path in sorted((ROOT / "memstore").rglob("*.py")):
+        if path == ROOT / "memstore" / "store" / "policy.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Compare):
+                continue
+            sides = [node.left, *node.comparators]
+            names = [side for side in sides if _is_name_attribute(side)]
+            literals = [
+                side
+                for side in sides
+                if isinstance(side, ast.Constant) and side.value in BACKEND_NAMES
+            ]
+            if names and literals:
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)}")
+    assert not found, "ask the Backend instead:\n" + "\n".join(found)
+
+
+def _is_name_attribute(node: ast.expr) -> bool:
+    """`<something>.name`, or a variable called `dialect`."""
+    return (isinstance(node, ast.Attribute) and node.attr == "name") or (
+        isinstance(node, ast.Name) and node.id == "dialect"
+    )

@@ -135,7 +135,7 @@ def erase(
         report = store.erase(
             reason=reason, session_id=session, node_id=node, subject=pair, dry_run=dry_run
         )
-        sqlite = store.backend.name == "sqlite"
+        vacuum_needed = store.backend.secure_delete
     if as_json:
         emit_json(
             {
@@ -151,7 +151,7 @@ def erase(
         )
         return
     lines = _report_lines(report)
-    if report.erased and sqlite:
+    if report.erased and vacuum_needed:
         lines.append("run `memstore vacuum` to leave none of the erased bytes in the file")
     for line in lines:
         out.print(line, soft_wrap=True, highlight=False)
@@ -216,8 +216,9 @@ def vacuum(ctx: typer.Context) -> None:
     to do (no SQL finds erased rows; its own VACUUM, autovacuum, reclaims their space).
     """
     with open_store(ctx) as store:
-        if store.backend.name != "sqlite":
-            out.print("nothing to do on PostgreSQL: autovacuum reclaims the space", soft_wrap=True)
+        if not store.backend.secure_delete:
+            label = store.backend.label
+            out.print(f"nothing to do on {label}: autovacuum reclaims the space", soft_wrap=True)
             return
         path = Path(store.engine.url.database or "")
         before = _file_size(path)

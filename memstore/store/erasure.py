@@ -88,5 +88,5 @@ class Erasure(Exchange):
         indexes, `VACUUM`, and truncate the write-ahead log. PostgreSQL: nothing (no SQL finds
         erased rows; its own VACUUM reclaims their space)."""
         self._writable("vacuuming")
-        if self.backend.name == "sqlite":
+        if self.backend.secure_delete:
             yield from OnEngine(_vacuum_sqlite, "vacuuming")

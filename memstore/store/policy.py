@@ -3,8 +3,7 @@
 The stores, the plans, the engines, migrations and the `sql` reader ask a `Backend` what to do
 rather than comparing dialect names, so this module is the one home of what SQLite and
 PostgreSQL do differently; adding a third backend means describing it here, as one more
-`Backend`. (Full-text search, `search.py` and `plans/search_index.py`, still picks its SQL by
-dialect name.)
+`Backend`.
 """
 
 from __future__ import annotations
@@ -36,6 +35,12 @@ class Backend:
     """The dialect's INSERT, which can be an upsert (`on_conflict_do_update`/`_nothing`)."""
     byte_length: Callable[[Any], ColumnElement[int]]
     """The SQL for a text's UTF-8 length in bytes."""
+    json_string: Callable[[Any, str], tuple[ColumnElement[bool], ColumnElement[Any]]]
+    """The SQL of whether a JSON text's top-level `key` holds a string, and of that value."""
+    secure_delete: bool
+    """Deleted content is overwritten as it is deleted (`PRAGMA secure_delete`), and `VACUUM`
+    leaves none of it in the file (SQLite); PostgreSQL's deleted rows no SQL can read, and its
+    own VACUUM reclaims their space."""
     one_file: bool
     """The database is a file memstore opens itself (SQLite): never in memory, a busy timeout,
     a read-only opener, the `sql` reader's own connection, files an import may leave."""
@@ -101,6 +106,20 @@ def _octet_length(text: Any) -> ColumnElement[int]:
     return func.octet_length(text)
 
 
+def _sqlite_json_string(document: Any, key: str) -> tuple[ColumnElement[bool], ColumnElement[Any]]:
+    path = f'$."{key}"'
+    return func.json_type(document, path) == "text", func.json_extract(document, path)
+
+
+def _postgres_json_string(
+    document: Any, key: str
+) -> tuple[ColumnElement[bool], ColumnElement[Any]]:
+    value = cast(document, postgresql.JSON)[
+        key
+    ]  # json, not jsonb: a turn may escape NUL (jsonb refuses it)
+    return func.json_typeof(value) == "string", value.astext
+
+
 SQLITE = Backend(
     name="sqlite",
     label="SQLite",
@@ -108,6 +127,8 @@ SQLITE = Backend(
     driver_extra="async",
     insert=sqlite.insert,
     byte_length=_blob_length,
+    json_string=_sqlite_json_string,
+    secure_delete=True,
     one_file=True,
     schemas=False,
     search_backlog=True,
@@ -132,6 +153,8 @@ POSTGRESQL = Backend(
     driver_extra="postgres",
     insert=postgresql.insert,
     byte_length=_octet_length,
+    json_string=_postgres_json_string,
+    secure_delete=False,
     one_file=False,
     schemas=True,
     search_backlog=False,

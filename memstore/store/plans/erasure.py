@@ -27,8 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from sqlalchemy import bindparam, cast, delete, func, insert, select, text, update
-from sqlalchemy.dialects.postgresql import JSON
+from sqlalchemy import bindparam, delete, insert, select, text, update
 
 from memstore import jsjson
 from memstore.errors import InvalidArgumentError, UnknownNodeError, UnknownSessionError
@@ -128,13 +127,7 @@ def target_of(
 
 def _subject_in_turn(backend: Backend, key: str) -> tuple[Any, Any]:
     """The SQL of whether a turn's top-level `key` is a string, and its value."""
-    if backend.name == "postgresql":  # json, not jsonb: a turn may escape NUL (jsonb refuses it)
-        value = cast(nodes.c.turn_json, JSON)[key]
-        return func.json_typeof(value) == "string", value.astext
-    path = f'$."{key}"'
-    return func.json_type(nodes.c.turn_json, path) == "text", func.json_extract(
-        nodes.c.turn_json, path
-    )
+    return backend.json_string(nodes.c.turn_json, key)
 
 
 def _seeds(backend: Backend, target: ErasureTarget) -> Plan[tuple[set[str], set[Key]]]:
@@ -319,7 +312,7 @@ def erase(
     Raises:
         UnknownSessionError, UnknownNodeError: the session or node named does not exist.
     """
-    if erase_ and backend.name == "sqlite":
+    if erase_ and backend.secure_delete:
         yield text("PRAGMA secure_delete = ON")
     whole, seeds = yield from _seeds(backend, target)
     affected = whole | {session_id for session_id, _ in seeds}
@@ -360,7 +353,7 @@ def erase(
     ).scalar_one_or_none()
     yield from _tombstone_rows(backend, graph, kept, now, int(receipt))
     yield from _delete_sessions(report.sessions)
-    if backend.name == "sqlite":
+    if backend.secure_delete:
         yield text("PRAGMA secure_delete = OFF")
     return replace(report, erased=True, receipt=int(receipt))
 
