@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from memstore import jsjson
 from memstore.errors import (
     AmbiguousNodeError,
+    BranchError,
     BrokenLineageError,
     CondensationError,
     DatabaseError,
@@ -30,6 +31,7 @@ from memstore.errors import (
     OutputFileError,
     QueryError,
     ReadOnlyStoreError,
+    SessionClosedError,
     SessionExistsError,
     SessionImportingError,
     StoreError,
@@ -245,6 +247,7 @@ __all__ = [
     "AsyncSessionHandle",
     "AsyncSessionStore",
     "Block",
+    "BranchError",
     "BrokenLineageError",
     "Channel",
     "Clock",
@@ -296,6 +299,7 @@ __all__ = [
     "RunPhase",
     "RunSnapshot",
     "SearchHit",
+    "SessionClosedError",
     "SessionExistsError",
     "SessionGraph",
     "SessionHandle",

@@ -13,6 +13,8 @@ MemstoreError
 ├── InvokerConfigError      a model invoker missing a key, a model or a valid URL
 ├── MissingExtraError       an optional extra not installed (an adapter, the HTTP invokers)
 ├── JsonlError              a session file refused, naming the file and line
+├── BranchError             an agent session's branch that is missing, protected or taken
+├── SessionClosedError      a framework session used after its close()
 ├── OutputFileError         an export target that cannot be written (a directory, no space)
 └── StoreError              the session store refused an operation
     ├── HeadMovedError      a compare-and-set append lost to another writer
@@ -192,6 +194,16 @@ class MissingExtraError(MemstoreError, ImportError):
 
         super().__init__(f"{what} needs the '{extra}' extra: {install_hint(extra)} ({cause})")
         self.extra = extra
+
+
+class BranchError(MemstoreError, ValueError):
+    """A branch of an OpenAI Agents advanced session (`MemstoreAdvancedSession`) refused: a
+    missing branch or turn, `main` (which cannot be deleted), a blank name, or a name already
+    used in the session. Nothing was written."""
+
+
+class SessionClosedError(MemstoreError, RuntimeError):
+    """A framework session used after its `close()`: open a new one."""
 
 
 class OutputFileError(MemstoreError, OSError):

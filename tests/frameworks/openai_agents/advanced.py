@@ -1,0 +1,118 @@
+"""What the adopted `test_advanced_sqlite_session.py` runs on: `AdvancedSQLiteSession`, the
+reference class swapped for memstore's `MemstoreAdvancedSession` on the store of the test's
+variant (sync or async store, SQLite or PostgreSQL), with the SDK's constructor."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+import sqlalchemy
+from sqlalchemy.engine import make_url
+
+from memstore import SessionStore
+from memstore.integrations.openai_advanced import MemstoreAdvancedSession
+from tests.conftest import postgres_server_url
+
+VARIANTS = ["sync-sqlite", "async-sqlite", "sync-postgres", "async-postgres"]
+
+
+@dataclass
+class Databases:
+    """The databases of one test: one per `db_path` the test names (each `:memory:` session
+    a fresh one, as the SDK's), all of one variant, closed and dropped after the test."""
+
+    flavour: str
+    backend: str
+    tmp_path: Path
+    stores: dict[str, Any] = field(default_factory=dict)
+    schemas: list[str] = field(default_factory=list)
+    server: Any = None
+
+    def store_for(self, db_path: str | Path) -> Any:
+        key = str(db_path)
+        if key == ":memory:":
+            key = f":memory:{uuid.uuid4().hex}"
+        if key not in self.stores:
+            self.stores[key] = self._open(self._url(key))
+        return self.stores[key]
+
+    def _url(self, key: str) -> str:
+        if self.backend == "sqlite":
+            path = self.tmp_path / f"memory-{key[8:]}.db" if key.startswith(":memory:") else key
+            return f"sqlite:///{path}"
+        if self.server is None:
+            self.server = make_url(postgres_server_url()).set(drivername="postgresql+psycopg")
+        schema = f"memstore_adv_{uuid.uuid4().hex[:16]}"
+        engine = sqlalchemy.create_engine(self.server)
+        with engine.begin() as connection:
+            connection.execute(sqlalchemy.text(f'CREATE SCHEMA "{schema}"'))
+        engine.dispose()
+        self.schemas.append(schema)
+        url = self.server.update_query_dict({"options": f"-csearch_path={schema}"})
+        return cast(str, url.render_as_string(hide_password=False))
+
+    def _open(self, url: str) -> Any:
+        if self.flavour == "sync":
+            return SessionStore(url)
+        from memstore.store.aio import AsyncSessionStore
+
+        return AsyncSessionStore(url)
+
+    async def aclose(self) -> None:
+        """Close the async stores, on the test's event loop."""
+        for store in self.stores.values():
+            if not isinstance(store, SessionStore):
+                await store.close()
+
+    def close(self) -> None:
+        for store in self.stores.values():
+            if isinstance(store, SessionStore):
+                store.close()
+        if self.schemas:
+            engine = sqlalchemy.create_engine(self.server)
+            with engine.begin() as connection:
+                for schema in self.schemas:
+                    connection.execute(sqlalchemy.text(f'DROP SCHEMA "{schema}" CASCADE'))
+            engine.dispose()
+
+
+_CURRENT: list[Databases] = []
+
+
+@pytest.fixture(params=VARIANTS, autouse=True)
+def advanced_databases(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Databases]:
+    """Every adopted test runs on each store variant."""
+    flavour, backend = request.param.split("-")
+    if backend == "postgres":
+        postgres_server_url()  # skips without a server (fails in CI)
+    databases = Databases(flavour, backend, tmp_path)
+    _CURRENT.append(databases)
+    try:
+        yield databases
+    finally:
+        _CURRENT.remove(databases)
+        databases.close()
+
+
+class AdvancedSQLiteSession(MemstoreAdvancedSession):
+    """The SDK's constructor, on the store of the running test's variant for `db_path`."""
+
+    def __init__(
+        self,
+        *,
+        session_id: str,
+        db_path: str | Path = ":memory:",
+        create_tables: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        if not _CURRENT:  # a child process of a test: a store of its own
+            super().__init__(session_id, db_path=db_path, create_tables=create_tables, **kwargs)
+            return
+        store = _CURRENT[-1].store_for(db_path)
+        super().__init__(session_id, store, create_tables=create_tables, **kwargs)
+        self.db_path = db_path

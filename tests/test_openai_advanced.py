@@ -1,0 +1,187 @@
+"""The OpenAI Agents SDK's advanced session on memstore (`MemstoreAdvancedSession`): what the
+SDK's own tests (tests/frameworks/openai_agents/test_advanced_sqlite_session.py) do not check: where
+branches and usage live in memstore, that other instances and a reopened store see them, the
+errors it raises, and the constructor that takes the SDK's arguments."""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agents.usage import Usage
+
+from memstore import BranchError, MemstoreError, SessionClosedError, SessionStore
+from memstore.integrations._history import AnyStore
+from memstore.integrations.openai_advanced import MemstoreAdvancedSession
+from memstore.integrations.openai_agents import MemstoreSession
+from tests.framework_stores import Body, maybe, run_on_store
+
+ITEMS: list[Any] = [
+    {"role": "user", "content": "Plan a trip to Kyoto"},
+    {"role": "assistant", "content": "Day one: temples"},
+    {"role": "user", "content": "Make it cheaper"},
+    {"role": "assistant", "content": "Hostels and buses"},
+]
+
+
+@pytest.fixture(params=["sync", "async"])
+def with_store(request: pytest.FixtureRequest, database_url: str) -> Callable[[Body], None]:
+    """Runs an async test body with a SessionStore or an AsyncSessionStore on this database."""
+    return functools.partial(run_on_store, request.param, database_url)
+
+
+class _Result:
+    """What `store_run_usage` reads of a `RunResult`: its context's usage."""
+
+    def __init__(self, usage: Usage) -> None:
+        self.context_wrapper = type("Context", (), {"usage": usage})()
+
+
+def test_main_is_the_memstore_session_and_a_branch_is_session_at_branch(
+    with_store: Callable[[Body], None],
+) -> None:
+    async def body(store: AnyStore) -> None:
+        session = MemstoreAdvancedSession("trip", store)
+        await session.add_items(ITEMS)
+        assert await MemstoreSession("trip", store).get_items() == ITEMS
+        assert await session.create_branch_from_turn(2, "cheap") == "cheap"
+        assert session.current_branch_id == "cheap"
+        await session.add_items([{"role": "user", "content": "Fly instead"}])
+        path = await maybe(store.load_path("trip@cheap"), store)
+        assert [turn.to_json()["blocks"][0]["text"] for turn in path] == [
+            "Plan a trip to Kyoto",
+            "Day one: temples",
+            "Fly instead",
+        ]
+        forked = await maybe(store.load_path_nodes("trip@cheap"), store)
+        main = await maybe(store.load_path_nodes("trip"), store)
+        assert [node.id for node in forked[:2]] == [node.id for node in main[:2]]  # shared
+
+    with_store(body)
+
+
+def test_a_second_instance_and_a_reopened_store_see_branches_and_usage(
+    with_store: Callable[[Body], None],
+) -> None:
+    async def body(store: AnyStore) -> None:
+        first = MemstoreAdvancedSession("trip", store)
+        await first.add_items(ITEMS)
+        await first.store_run_usage(_Result(Usage(requests=2, input_tokens=7, total_tokens=9)))
+        await first.create_branch_from_turn(2, "cheap")
+        second = MemstoreAdvancedSession("trip", store)
+        assert second.current_branch_id == "main"
+        assert [b["branch_id"] for b in await second.list_branches()] == ["main", "cheap"]
+        assert await second.get_items(branch_id="cheap") == ITEMS[:2]
+        usage = await second.get_turn_usage(2)
+        assert isinstance(usage, dict)
+        assert usage == {
+            "requests": 2,
+            "input_tokens": 7,
+            "output_tokens": 0,
+            "total_tokens": 9,
+            "input_tokens_details": usage["input_tokens_details"],
+            "output_tokens_details": usage["output_tokens_details"],
+        }
+        assert await second.get_session_usage(branch_id="cheap") is None
+
+    with_store(body)
+
+
+def test_another_instances_clear_moves_this_one_back_to_main(
+    with_store: Callable[[Body], None],
+) -> None:
+    async def body(store: AnyStore) -> None:
+        mine = MemstoreAdvancedSession("trip", store)
+        await mine.add_items(ITEMS)
+        await mine.create_branch_from_turn(2, "cheap")
+        await MemstoreAdvancedSession("trip", store).clear_session()
+        assert await mine.get_items() == []
+        await mine.add_items([{"role": "user", "content": "Start over"}])
+        assert mine.current_branch_id == "main"
+        assert await mine.get_items(branch_id="main") == [{"role": "user", "content": "Start over"}]
+        assert await mine.get_items(branch_id="cheap") == []
+        with pytest.raises(BranchError, match="already been used"):
+            await mine.create_branch_from_turn(1, "cheap")  # the name stays reserved
+
+    with_store(body)
+
+
+def test_popping_a_turn_forgets_its_usage_and_a_new_turn_starts_without(
+    with_store: Callable[[Body], None],
+) -> None:
+    async def body(store: AnyStore) -> None:
+        session = MemstoreAdvancedSession("trip", store)
+        await session.add_items(ITEMS[:2])
+        await session.store_run_usage(_Result(Usage(requests=1, input_tokens=3, total_tokens=3)))
+        await session.pop_item()
+        assert await session.get_turn_usage(1) != {}  # the turn keeps its user message
+        await session.pop_item()
+        assert await session.get_turn_usage(1) == {}
+        await session.add_items(ITEMS[:1])
+        assert await session.get_turn_usage(1) == {}  # a new turn 1, not the popped one
+        assert await session.get_session_usage() is None
+
+    with_store(body)
+
+
+def test_refusals_are_memstore_errors_and_value_errors(sqlite_url: str) -> None:
+    async def body(store: AnyStore) -> None:
+        session = MemstoreAdvancedSession("trip", store)
+        await session.add_items(ITEMS)
+        for call, message in [
+            (session.create_branch_from_turn(7), "Turn 7 does not contain a user message"),
+            (session.switch_to_branch("nowhere"), "Branch 'nowhere' does not exist"),
+            (session.delete_branch("main"), "Cannot delete the 'main' branch"),
+            (session.create_branch_from_turn(1, "main"), "already been used"),
+        ]:
+            with pytest.raises(BranchError, match=message) as caught:
+                await call
+            assert isinstance(caught.value, MemstoreError)
+            assert isinstance(caught.value, ValueError)
+        assert await session.get_items() == ITEMS  # nothing written
+        assert [b["branch_id"] for b in await session.list_branches()] == ["main"]
+
+    run_on_store("sync", sqlite_url, body)
+
+
+def test_the_sdk_constructor_opens_a_file_and_close_closes_it(tmp_path: Path) -> None:
+    async def body() -> None:
+        path = tmp_path / "conversations.db"
+        session = MemstoreAdvancedSession(
+            session_id="trip", db_path=path, create_tables=True, sessions_table="ignored"
+        )
+        await session.add_items(ITEMS)
+        session.close()
+        with pytest.raises(SessionClosedError, match="AdvancedSQLiteSession is closed"):
+            await session.add_items([])
+        store = SessionStore(f"sqlite:///{path}")
+        try:
+            assert await MemstoreAdvancedSession("trip", store).get_items() == ITEMS
+        finally:
+            store.close()
+        in_memory = MemstoreAdvancedSession(session_id="scratch")
+        await in_memory.add_items(ITEMS[:1])
+        assert await in_memory.get_items() == ITEMS[:1]
+        in_memory.close()
+
+    import asyncio
+
+    asyncio.run(body())
+
+
+def test_a_failed_usage_write_is_logged_not_raised(
+    sqlite_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def body(store: AnyStore) -> None:
+        session = MemstoreAdvancedSession("trip", store)
+        await session.add_items(ITEMS[:1])
+        with caplog.at_level(logging.ERROR):
+            await session.store_run_usage(object())  # no context_wrapper
+        assert "Failed to store session usage" in caplog.text
+        assert await session.get_session_usage() is None
+
+    run_on_store("sync", sqlite_url, body)
