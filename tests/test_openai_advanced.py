@@ -5,6 +5,7 @@ errors it raises, and the constructor that takes the SDK's arguments."""
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 from collections.abc import Callable
@@ -168,8 +169,6 @@ def test_the_sdk_constructor_opens_a_file_and_close_closes_it(tmp_path: Path) ->
         assert await in_memory.get_items() == ITEMS[:1]
         in_memory.close()
 
-    import asyncio
-
     asyncio.run(body())
 
 
@@ -185,3 +184,21 @@ def test_a_failed_usage_write_is_logged_not_raised(
         assert await session.get_session_usage() is None
 
     run_on_store("sync", sqlite_url, body)
+
+
+def test_branches_are_listed_in_the_order_they_were_made(
+    with_store: Callable[[Body], None],
+) -> None:
+    async def body(store: AnyStore) -> None:
+        session = MemstoreAdvancedSession("trip", store)
+        await session.add_items(ITEMS)
+        for name in ("zeta", "alpha", "mid"):  # same fork point, made one after the other
+            await session.switch_to_branch("main")
+            await session.create_branch_from_turn(2, name)
+            await asyncio.sleep(0.002)  # distinct creation times (epoch ms)
+        branches = await session.list_branches()
+        assert [b["branch_id"] for b in branches] == ["main", "zeta", "alpha", "mid"]
+        assert [b["is_current"] for b in branches] == [False, False, False, True]
+        assert [b["message_count"] for b in branches] == [4, 2, 2, 2]
+
+    with_store(body)

@@ -151,10 +151,11 @@ class AdvancedBase:
         branch = await self._read_branch(branch_id)
         return structure.entries(await self._run(path_nodes(self._sid(branch), None)))
 
-    async def _branch_sessions(self) -> list[tuple[str, str]]:
-        """The memstore sessions of the branches other than `main`, with their names."""
+    async def _branch_sessions(self) -> list[tuple[str, str, int]]:
+        """The memstore sessions of the branches other than `main`, with their names and
+        creation times (epoch ms: when the branch was made)."""
         infos = await self._run(listed(self.session_id))
-        return [(info.id, str(info.metadata[BRANCH_KEY])) for info in infos]
+        return [(info.id, str(info.metadata[BRANCH_KEY]), info.created_at) for info in infos]
 
     async def _turn_usage(self, sid: str) -> dict[int, dict[str, Any]]:
         """The usage of the turns still on the branch (anchored to their first node)."""

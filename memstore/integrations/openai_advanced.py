@@ -164,7 +164,7 @@ class MemstoreAdvancedSession(AdvancedBase):
         self._check_open()
 
         async def clear() -> None:
-            sessions = [self.session_id] + [sid for sid, _ in await self._branch_sessions()]
+            sessions = [self.session_id] + [row[0] for row in await self._branch_sessions()]
             for sid in sessions:
                 await self._run(_history.clear(sid, now_ms()))
                 await self._run(merge(sid, {USAGE_KEY: None}))
@@ -304,11 +304,10 @@ class MemstoreAdvancedSession(AdvancedBase):
         `YYYY-MM-DD HH:MM:SS`)."""
         current = await self._read_branch(None)
         found: list[tuple[int, str, list[structure.Entry]]] = []
-        for sid, name in [(self.session_id, MAIN), *await self._branch_sessions()]:
+        for sid, name, made in [(self.session_id, MAIN, None), *await self._branch_sessions()]:
             entries = structure.entries(await self._run(path_nodes(sid, None)))
-            if entries:
-                created = entries[0].node.created_at
-                found.append((created, name, entries))
+            if entries:  # main: since its first item; a branch: since it was made
+                found.append((entries[0].node.created_at if made is None else made, name, entries))
         found.sort(key=lambda row: (row[0], row[1] != MAIN))
         return [
             {
@@ -418,7 +417,7 @@ class MemstoreAdvancedSession(AdvancedBase):
     async def get_session_usage(self, branch_id: str | None = None) -> dict[str, int] | None:
         """The usage summed over the turns of one branch, or of all (None): `requests`,
         `input_tokens`, `output_tokens`, `total_tokens`, `total_turns`; None without any."""
-        sessions = [(self.session_id, MAIN), *await self._branch_sessions()]
+        sessions = [(self.session_id, MAIN), *[row[:2] for row in await self._branch_sessions()]]
         if branch_id:
             sessions = [(self._sid(branch_id), branch_id)]
         rows: list[dict[str, Any]] = []
