@@ -90,9 +90,8 @@ def import_files(
         typer.Option(
             "--redact-secrets",
             help="Replace API keys, bearer tokens, private keys, passwords in URLs and JWTs "
-            "with markers such as [REDACTED:openai-key] before storing (memstore.redact."
-            "secrets()); the report counts the turns changed. Import such a file again with it "
-            "too.",
+            "with markers naming their kind before storing (secrets() of memstore.redact); "
+            "the report counts the turns changed. Import such a file again with it too.",
         ),
     ] = False,
     as_json: Annotated[
