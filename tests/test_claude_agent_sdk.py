@@ -6,7 +6,8 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 import pytest
 from claude_agent_sdk import (
@@ -111,6 +112,36 @@ def test_four_concurrent_appends_of_the_same_five_entries_store_five(
     run_on_store(flavour, database_url, body)
 
 
+@pytest.mark.parametrize("flavour", ["sync", "async"])
+def test_transcripts_written_in_one_millisecond_list_newest_first(
+    flavour: str, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The SDK orders transcripts by their write time alone, and its in-memory store promises
+    that back-to-back appends never tie; a session's `updated_at` (in ms) did, and the SDK's
+    paging test then failed now and then."""
+    import memstore.integrations.claude_agent_sdk as adapter_module
+    import memstore.store.plans.contract as contract
+
+    frozen = SimpleNamespace(time=lambda: 1_700_000_000.0, time_ns=lambda: 1_700_000_000 * 10**9)
+    monkeypatch.setattr(contract, "time", frozen)
+    monkeypatch.setattr(adapter_module, "time", frozen)
+    keys = [{"project_key": "p", "session_id": f"s{n}"} for n in range(6)]
+
+    async def body(store: Any) -> None:
+        adapter = MemstoreSessionStore(store)
+        for n, key in enumerate(keys):
+            await adapter.append(cast("SessionKey", key), [_entry(f"u{n}", "user", "hi")])
+        listed = await adapter.list_sessions("p")
+        summaries = await adapter.list_session_summaries("p")
+        newest_first = sorted(listed, key=lambda entry: entry["mtime"], reverse=True)
+        assert [entry["session_id"] for entry in newest_first] == [f"s{n}" for n in range(6)][::-1]
+        assert {s["session_id"]: s["mtime"] for s in summaries} == {
+            entry["session_id"]: entry["mtime"] for entry in listed
+        }
+
+    run_on_store(flavour, database_url, body)
+
+
 def test_concurrent_appends_from_threads_store_each_entry_once(database_url: str) -> None:
     entries = [_entry(f"u{n}", "user", f"message {n}") for n in range(5)]
     with SessionStore(database_url) as store:
@@ -157,7 +188,8 @@ def test_titles_and_tags_set_through_the_sdk_reach_memstores_sessions(
         )
         assert listed.first_prompt == "fix the flaky build"
         (summary,) = await adapter.list_session_summaries(key["project_key"])
-        assert summary["mtime"] == info.updated_at  # the same clock as list_sessions
+        (entry,) = await adapter.list_sessions(key["project_key"])
+        assert summary["mtime"] == entry["mtime"] >= info.updated_at  # the clock list_sessions has
         await tag_session_via_store(adapter, session, None, directory=directory)  # clears it
         await maybe(store.update_session(memstore_session_id(key), tags=["mine"]), store)
         await adapter.append(key, [_entry("u2", "user", "and the docs")])  # no tag change

@@ -10,15 +10,18 @@ session whose metadata names its `project_key`, `session_id` and `subpath`; each
 deduplicated by their `uuid` (a key of the node, looked up by index inside the append's
 transaction: `append_keyed`) and load in append order. Each append also folds its entries into
 the session's summary (the SDK's `fold_session_summary`, kept in the session's metadata under
-`sdk_summary`) and sets the session's title and tag from the titles and tags the SDK appends,
-in the same transaction; an entry whose message reports usage (tokens, model) has it stored
-beside its node (`node_usage`). Works under asyncio and trio (see `memstore.integrations._history`).
+`sdk_summary`), stamps the session with its write time (`sdk_mtime`: later than every earlier
+append through the same adapter, so two never tie, as the SDK's ordering expects) and sets the
+session's title and tag from the titles and tags the SDK appends, in the same transaction; an
+entry whose message reports usage (tokens, model) has it stored beside its node (`node_usage`).
+Works under asyncio and trio (see `memstore.integrations._history`).
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import Any, cast
 from urllib.parse import quote
 
@@ -48,6 +51,8 @@ __all__ = ["MemstoreSessionStore", "memstore_session_id"]
 _MAX_ID = 255
 SUMMARY = "sdk_summary"
 """The metadata key of a main transcript's session that holds the SDK's folded summary."""
+WRITTEN = "sdk_mtime"
+"""The metadata key of a main transcript's session that holds its last append's write time."""
 
 
 def memstore_session_id(key: Mapping[str, Any]) -> str:
@@ -67,11 +72,13 @@ class MemstoreSessionStore:
 
     def __init__(self, store: AnyStore) -> None:
         self.store = store
+        self._last_write = 0
 
     async def append(self, key: SessionKey, entries: list[SessionStoreEntry]) -> None:
         """Append `entries` in order, skipping those whose `uuid` is stored already."""
         if entries:
-            await _history.arun(self.store, _append(key, [dict(entry) for entry in entries]))
+            appended = _append(key, [dict(entry) for entry in entries], self._write_time)
+            await _history.arun(self.store, appended)
 
     async def load(self, key: SessionKey) -> list[SessionStoreEntry] | None:
         """Every entry of a transcript in append order; None for one never written."""
@@ -85,7 +92,7 @@ class MemstoreSessionStore:
         return [
             {
                 "session_id": info.metadata["session_id"],
-                "mtime": info.updated_at,
+                "mtime": _mtime(info),
                 "data": info.metadata[SUMMARY],
             }
             for info in found
@@ -96,7 +103,7 @@ class MemstoreSessionStore:
         """The project's main transcripts and when each was last written (epoch ms)."""
         found = await _history.arun(self.store, _listed(project_key))
         return [
-            {"session_id": info.metadata["session_id"], "mtime": info.updated_at}
+            {"session_id": info.metadata["session_id"], "mtime": _mtime(info)}
             for info in found
             if "subpath" not in info.metadata
         ]
@@ -109,6 +116,20 @@ class MemstoreSessionStore:
         """The subpaths of a session's subagent transcripts."""
         found = await _history.arun(self.store, _listed(key["project_key"], key["session_id"]))
         return sorted(info.metadata["subpath"] for info in found if "subpath" in info.metadata)
+
+    def _write_time(self) -> int:
+        """Now in epoch ms, later than every earlier append's through this store: the SDK orders
+        transcripts by it, and two appends in one millisecond must not tie (as the SDK's own
+        in-memory store promises)."""
+        self._last_write = max(int(time.time() * 1000), self._last_write + 1)
+        return self._last_write
+
+
+def _mtime(info: SessionInfo) -> int:
+    """When a main transcript was last written: its last append's write time, or a later change
+    made outside the SDK."""
+    written = info.metadata.get(WRITTEN)
+    return max(written, info.updated_at) if isinstance(written, int) else info.updated_at
 
 
 def _metadata(key: Mapping[str, Any]) -> dict[str, Any]:
@@ -124,9 +145,10 @@ def _entry_key(entry: Mapping[str, Any]) -> str | None:
     return "sha256:" + hashlib.sha256(repr(uuid).encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def _reviser(key: SessionKey) -> _history.Revise:
+def _reviser(key: SessionKey, write_time: Callable[[], int]) -> _history.Revise:
     """What an append sets in its transaction: the metadata naming the transcript, and for a
-    main one the SDK's summary folded over the new entries, with the title and tag it gives."""
+    main one its write time and the SDK's summary folded over the new entries, with the title and
+    tag it gives."""
 
     def revise(metadata: Mapping[str, Any], added: list[Turn]) -> dict[str, Any]:
         meta = {**metadata, **_metadata(key)}
@@ -139,6 +161,7 @@ def _reviser(key: SessionKey) -> _history.Revise:
         entries = cast("list[SessionStoreEntry]", CLAUDE_CODE.to_items_of(added))
         data = fold_session_summary(previous, key, entries)["data"]
         meta[SUMMARY] = data
+        meta[WRITTEN] = write_time()
         change: dict[str, Any] = {"metadata": meta}
         old = before if isinstance(before, dict) else {}
         title = data.get("custom_title") or data.get("ai_title") or None
@@ -151,13 +174,15 @@ def _reviser(key: SessionKey) -> _history.Revise:
     return revise
 
 
-def _append(key: SessionKey, entries: list[dict[str, Any]]) -> History[None]:
+def _append(
+    key: SessionKey, entries: list[dict[str, Any]], write_time: Callable[[], int]
+) -> History[None]:
     session_id = memstore_session_id(key)
     turns = CLAUDE_CODE.to_turns(entries)
     keys = [_entry_key(entry) for entry in entries]
     usage = [_usage(entry) for entry in entries]
     extra = {"usage": usage} if any(usage) else {}
-    yield _call("append_keyed", session_id, turns, keys, revise=_reviser(key), **extra)
+    yield _call("append_keyed", session_id, turns, keys, revise=_reviser(key, write_time), **extra)
 
 
 def _usage(entry: Mapping[str, Any]) -> NodeUsage | None:
