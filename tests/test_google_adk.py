@@ -265,7 +265,8 @@ def test_events_load_in_timestamp_order_as_adks_stores_return_them(
 
 
 def _text_of(event: Event) -> str:
-    assert event.content is not None and event.content.parts
+    assert event.content is not None
+    assert event.content.parts
     return event.content.parts[0].text or ""
 
 

@@ -332,8 +332,8 @@ def _load(ids: _Ids, last: int | None, *, events: bool) -> History[Session | Non
     session = _session(
         found[ids.session], _state_of(found.get(ids.app)), _state_of(found.get(ids.user))
     )
-    events = [turn_to_event(node.turn, node.created_at) for node in nodes]
-    session.events = sorted(events, key=_event_time)  # stable: a tie keeps append order
+    loaded = [turn_to_event(node.turn, node.created_at) for node in nodes]
+    session.events = sorted(loaded, key=_event_time)  # stable: a tie keeps append order
     if nodes:
         session._storage_update_marker = nodes[-1].id
     return session
