@@ -37,7 +37,16 @@ from memstore.store.plans.sessions import ensure_session, refuse_taken_id
 from memstore.store.policy import Backend
 from memstore.store.prepared import Prepared
 from memstore.store.rows import stored_rows
-from memstore.store.tables import node_blocks, node_keys, node_usage, nodes, records, sessions
+from memstore.store.tables import (
+    TENANT,
+    node_blocks,
+    node_keys,
+    node_usage,
+    nodes,
+    of_tenant,
+    records,
+    sessions,
+)
 from memstore.types import (
     SessionNode,
     Turn,
@@ -164,7 +173,7 @@ def record_usage(
 def upsert_usage(backend: Backend, rows: Sequence[Mapping[str, Any]]) -> Plan[None]:
     """Insert `node_usage` rows, replacing a node's earlier usage."""
     if rows:
-        upsert = backend.insert(node_usage)
+        upsert = backend.insert(node_usage).values(tenant=TENANT)
         columns = {name: upsert.excluded[name] for name in NodeUsage.__dataclass_fields__}
         keys = [node_usage.c.session_id, node_usage.c.node_id]
         yield upsert.on_conflict_do_update(index_elements=keys, set_=columns), list(rows)
@@ -363,7 +372,9 @@ def fork_session(
     path = yield from load_path_nodes(backend, source_id, leaf)
     now = now_ms()
     new_head = path[-1].id if path else None
-    yield insert(sessions).values(id=new_id, head=new_head, created_at=now, updated_at=now)
+    yield insert(sessions).values(
+        tenant=TENANT, id=new_id, head=new_head, created_at=now, updated_at=now
+    )
     if path:
         yield from insert_nodes(backend, new_id, path)
         yield append_records(new_id, path)
@@ -375,12 +386,12 @@ def fork_session(
 def _copy_rows(table: Table, source_id: str, new_id: str) -> Any:
     """One INSERT ... SELECT that copies the source's rows of `table` (keyed by session and
     node) for the nodes the new session holds: no list of ids is bound, however long the path."""
-    copied = select(nodes.c.id).where(nodes.c.session_id == new_id)
+    copied = select(nodes.c.id).where(of_tenant(nodes), nodes.c.session_id == new_id)
     names = [column.name for column in table.columns]
     rows = select(
         *(
             literal(new_id, column.type).label(name) if name == "session_id" else column
             for name, column in zip(names, table.columns, strict=True)
         )
-    ).where(table.c.session_id == source_id, table.c.node_id.in_(copied))
+    ).where(of_tenant(table), table.c.session_id == source_id, table.c.node_id.in_(copied))
     return insert(table).from_select(names, rows)
