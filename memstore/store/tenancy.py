@@ -5,6 +5,9 @@ bound parameter `tables.TENANT` (`of_tenant(table)` in a WHERE, `tenant=TENANT` 
 values) and never its value: `scoped` adds the value to each statement's parameters as the store
 drives the plan, so that a plan cannot pick another store's tenant, and a plan's author does
 not thread it through.
+
+So far every row is written with the store's tenant, which is always the default one: reads
+filter by tenant, and the keys lead with it, in the next step (issue 31).
 """
 
 from __future__ import annotations

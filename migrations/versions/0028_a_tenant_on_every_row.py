@@ -1,7 +1,8 @@
 """A tenant on every row: the column `tenant` (NOT NULL, default '', the default tenant) on every
-table memstore owns, so that a store opened for a tenant (`SessionStore(url, tenant=...)`) reads
-and writes only its tenant's rows. Existing rows, and the rows of a store opened without a
-tenant, are the default tenant's.
+table memstore owns, the first step towards stores scoped to a tenant (issue 31): every row
+says whose it is. Existing rows, and the rows of a store opened without a tenant, are the
+default tenant's. `memstore_append` (migration 0025) takes the tenant as its first argument and
+writes it.
 
 Adding a column with a constant default rewrites no table, on either database. The downgrade
 drops the column again; it refuses while any row belongs to another tenant than the default one,
@@ -26,7 +27,8 @@ down_revision: str | None = "0027"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-# `memstore_append` of migration 0025, given the tenant: it reads and writes that tenant's rows.
+# `memstore_append` of migration 0025, given the tenant its rows are written with (it looks rows
+# up by the keys it had: the tenant joins the keys in a later revision).
 FUNCTION = r"""
 CREATE FUNCTION memstore_append(
     p_tenant text, p_session text, p_now bigint, p_check boolean, p_expected text, p_ids text[],
@@ -71,8 +73,7 @@ BEGIN
         ids := p_ids;
     END IF;
     IF v_parent IS NOT NULL AND NOT EXISTS (
-        SELECT 1 FROM nodes AS n
-        WHERE n.tenant = p_tenant AND n.session_id = p_session AND n.id = v_parent
+        SELECT 1 FROM nodes AS n WHERE n.session_id = p_session AND n.id = v_parent
     ) THEN
         outcome := 'unknown_parent';
         detail := v_parent;
@@ -81,7 +82,7 @@ BEGIN
     FOR i IN 1 .. v_count LOOP
         v_node := p_nodes -> (i - 1);
         SELECT n.parent_id, n.created_at, n.turn_json INTO v_found
-        FROM nodes AS n WHERE n.tenant = p_tenant AND n.session_id = p_session AND n.id = ids[i];
+        FROM nodes AS n WHERE n.session_id = p_session AND n.id = ids[i];
         IF FOUND THEN
             IF v_found.parent_id IS DISTINCT FROM v_parent
                OR v_found.created_at <> (v_node ->> 'created_at')::bigint
@@ -117,8 +118,7 @@ BEGIN
                     '{"type":"usage","node":' || to_json(ids[i])::text || p_usage[i]);
         END IF;
     END LOOP;
-    UPDATE sessions SET head = ids[v_count], updated_at = p_now
-    WHERE tenant = p_tenant AND id = p_session;
+    UPDATE sessions SET head = ids[v_count], updated_at = p_now WHERE id = p_session;
     outcome := 'ok';
 END
 $$
