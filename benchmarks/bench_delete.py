@@ -22,10 +22,11 @@ import argparse
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 from pathlib import Path
+
+from scratch_schemas import scratch_schema
 
 from memstore import SessionStore
 
@@ -138,18 +139,8 @@ def main() -> int:
         ):
             rows += measure(store, args.nodes, "sqlite", args.ways)
     if args.postgres:
-        import psycopg
-
-        schema = f"memstore_bench_{uuid.uuid4().hex[:12]}"
-        with psycopg.connect(args.postgres, autocommit=True) as admin:
-            admin.execute(f'CREATE SCHEMA "{schema}"')
-            try:
-                separator = "&" if "?" in args.postgres else "?"
-                url = f"{args.postgres}{separator}options=-csearch_path%3D{schema}"
-                with SessionStore(url) as store:
-                    rows += measure(store, args.nodes, "postgres", args.ways)
-            finally:
-                admin.execute(f'DROP SCHEMA "{schema}" CASCADE')
+        with scratch_schema(args.postgres) as url, SessionStore(url) as store:
+            rows += measure(store, args.nodes, "postgres", args.ways)
     print(f"deleting a session of {args.nodes:,} nodes (seconds)")
     print(f"{'backend':9} {'how':8} {'memstore':>9} {'floor':>9}  ratio")
     for backend, name, mine, base, ratio in rows:

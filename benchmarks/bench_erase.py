@@ -29,7 +29,6 @@ import shutil
 import sqlite3
 import tempfile
 import time
-import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -37,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import sqlalchemy
-from sqlalchemy.engine import make_url
+from scratch_schemas import FreshSchemas
 
 from memstore import SessionStore, jsjson
 
@@ -229,27 +228,10 @@ def sqlite_side(args: argparse.Namespace) -> dict[str, tuple[float, float, int]]
     return results
 
 
-@contextmanager
-def scratch_schemas(url: str, count: int) -> Iterator[list[str]]:
-    """`count` new PostgreSQL schemas, dropped (with all they hold) on the way out."""
-    admin = sqlalchemy.create_engine(make_url(url).set(drivername="postgresql+psycopg"))
-    names = [f"bench_erase_{uuid.uuid4().hex[:12]}" for _ in range(count)]
-    try:
-        with admin.begin() as connection:
-            for name in names:
-                connection.execute(sqlalchemy.text(f'CREATE SCHEMA "{name}"'))
-        yield names
-    finally:
-        with admin.begin() as connection:
-            for name in names:
-                connection.execute(sqlalchemy.text(f'DROP SCHEMA IF EXISTS "{name}" CASCADE'))
-        admin.dispose()
-
-
 def postgres_side(args: argparse.Namespace) -> dict[str, tuple[float, float, int]]:
     results = {}
-    with scratch_schemas(args.postgres, 2) as schemas:
-        stores = [SessionStore(args.postgres, schema=schema) for schema in schemas]
+    with FreshSchemas(args.postgres) as schemas:
+        stores = [SessionStore(schemas.new_url()) for _ in range(2)]
         middles = [fill(store, args) for store in stores]
         for store in stores:
             with store.engine.begin() as connection:

@@ -382,14 +382,11 @@ def adk_section(sessions: int, events: int, rounds: int, postgres: str | None) -
         urls = {name: f"sqlite:///{Path(folder) / f'{n}.db'}" for n, name in enumerate(ADK_SIDES)}
         adk_report("SQLite", urls, sessions, events, rounds)
     if postgres is not None:
-        from bench_store import FreshSchemas
+        from scratch_schemas import FreshSchemas
 
-        schemas = FreshSchemas(postgres)
-        try:
-            urls = {name: schemas.store_url(schemas.new()) for name in ADK_SIDES}
+        with FreshSchemas(postgres) as schemas:
+            urls = {name: schemas.new_url() for name in ADK_SIDES}
             adk_report("PostgreSQL", urls, sessions, events, rounds)
-        finally:
-            schemas.close()
 
 
 def adk_report(backend: str, urls: dict[str, str], sessions: int, events: int, rounds: int) -> None:

@@ -20,11 +20,11 @@ import statistics
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from scratch_schemas import scratch_schema
 from sqlalchemy import insert
 
 from memstore import SessionStore
@@ -153,19 +153,9 @@ def main() -> int:
         fill(store, args.sessions)
         rows += measure(store, args.sessions, args.runs, "sqlite")
     if args.postgres:
-        import psycopg
-
-        schema = f"memstore_bench_{uuid.uuid4().hex[:12]}"
-        with psycopg.connect(args.postgres, autocommit=True) as admin:
-            admin.execute(f'CREATE SCHEMA "{schema}"')
-            try:
-                separator = "&" if "?" in args.postgres else "?"
-                url = f"{args.postgres}{separator}options=-csearch_path%3D{schema}"
-                with SessionStore(url) as store:
-                    fill(store, args.sessions)
-                    rows += measure(store, args.sessions, args.runs, "postgres")
-            finally:
-                admin.execute(f'DROP SCHEMA "{schema}" CASCADE')
+        with scratch_schema(args.postgres) as url, SessionStore(url) as store:
+            fill(store, args.sessions)
+            rows += measure(store, args.sessions, args.runs, "postgres")
     print(f"{args.sessions:,} sessions, pages of {PAGE}, median of {args.runs} runs (ms)")
     print(f"{'backend':9} {'case':24} {'memstore':>9} {'raw SQL':>9} {'ratio':>6}")
     for backend, name, mine, base, ratio in rows:

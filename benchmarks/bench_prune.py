@@ -19,11 +19,10 @@ import sqlite3
 import tempfile
 import time
 import tracemalloc
-import uuid
 from pathlib import Path
 
 import sqlalchemy
-from sqlalchemy.engine import make_url
+from scratch_schemas import FreshSchemas
 
 from memstore import SessionStore
 
@@ -96,17 +95,8 @@ def sqlite_side(args: argparse.Namespace, now: int) -> tuple[float, float, float
 
 
 def postgres_side(args: argparse.Namespace, now: int) -> tuple[float, float, float, int]:
-    server = make_url(args.postgres).set(drivername="postgresql+psycopg")
-    admin = sqlalchemy.create_engine(server)
-    schemas = [f"bench_prune_{uuid.uuid4().hex[:12]}" for _ in range(2)]
-    urls = []
-    with admin.begin() as connection:
-        for schema in schemas:
-            connection.execute(sqlalchemy.text(f'CREATE SCHEMA "{schema}"'))
-            url = server.update_query_dict({"options": f"-csearch_path={schema}"})
-            urls.append(url.render_as_string(hide_password=False))
-    try:
-        stores = [SessionStore(url) for url in urls]
+    with FreshSchemas(args.postgres) as schemas:
+        stores = [SessionStore(schemas.new_url()) for _ in range(2)]
         for store in stores:
             fill(store, args.sessions, args.turns, args.kept)
             expire_old(store.engine)
@@ -119,11 +109,6 @@ def postgres_side(args: argparse.Namespace, now: int) -> tuple[float, float, flo
         assert stores[0].list_sessions() == stores[1].list_sessions()
         for store in stores:
             store.close()
-    finally:
-        with admin.begin() as connection:
-            for schema in schemas:
-                connection.execute(sqlalchemy.text(f'DROP SCHEMA "{schema}" CASCADE'))
-        admin.dispose()
     return floor, seconds, peak, pruned
 
 

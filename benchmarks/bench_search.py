@@ -1,9 +1,11 @@
 """Full-text search latency over 100,000 turns (SQLite FTS5, optionally PostgreSQL).
 
 Builds sessions of varied turns (a vocabulary of a few thousand words, tool calls and results),
-imports them, then times single-word, two-word and session-scoped queries. Goal: the median
-query on SQLite under 20 ms. With `--unspaced` the words are kanji and kana written without
-spaces, as Japanese is, and the queries are words found inside that text.
+imports them, then times single-word, two-word and session-scoped queries. Goals: the median
+query on SQLite under 20 ms; with `--postgres URL` (in a fresh schema of that server, dropped at
+the end), the median search for a rare word on PostgreSQL under 10 ms. With `--unspaced` the
+words are kanji and kana written without spaces, as Japanese is, and the queries are words found
+inside that text.
 
     python benchmarks/bench_search.py [--turns 100000] [--session-turns 500] [--postgres URL]
         [--unspaced] [--accented] [--skip-sqlite]
@@ -22,11 +24,14 @@ import tempfile
 import time
 from pathlib import Path
 
+from scratch_schemas import scratch_schema
+
 from memstore import SessionStore, jsjson
 from memstore.hashing import hash_node_text
 from memstore.jsonl import head_line, node_line
 
 GOAL_MS = 20.0
+POSTGRES_RARE_GOAL_MS = 10.0
 SESSION_TURNS = 500
 ACCENTED = False
 
@@ -117,7 +122,7 @@ def main() -> int:
     global SEPARATOR, SESSION_TURNS, ACCENTED
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=100_000)
-    parser.add_argument("--postgres", help="also measure this PostgreSQL database")
+    parser.add_argument("--postgres", help="also on this PostgreSQL server (a fresh schema)")
     parser.add_argument("--session-turns", type=int, default=SESSION_TURNS)
     parser.add_argument("--unspaced", action="store_true", help="Japanese-like text, no spaces")
     parser.add_argument("--accented", action="store_true", help="a quarter of the words accented")
@@ -138,7 +143,7 @@ def main() -> int:
         root = Path(folder)
         (root / "corpus").mkdir()
         write_corpus(root / "corpus", args.turns, rng, words)
-        median = 0.0
+        median, rare_median = 0.0, 0.0
         if not args.skip_sqlite:
             store = SessionStore(f"sqlite:///{root / 'search.db'}")
             started = time.perf_counter()
@@ -152,20 +157,23 @@ def main() -> int:
             report("  rare", measure(store, rare))
             store.close()
         if args.postgres:
-            pg = SessionStore(args.postgres)
-            for session in sessions:
-                pg.delete_session(session)
-            started = time.perf_counter()
-            pg.import_jsonl(root / "corpus")
-            print(f"PostgreSQL import {time.perf_counter() - started:.1f} s")
-            report("PostgreSQL", measure(pg, queries))
-            report("  common", measure(pg, common))
-            report("  rare", measure(pg, rare))
-            for session in sessions:
-                pg.delete_session(session)
-            pg.close()
-    print(f"goal: SQLite median under {GOAL_MS} ms: {'met' if median < GOAL_MS else 'MISSED'}")
-    return 0 if median < GOAL_MS else 1
+            with scratch_schema(args.postgres) as url, SessionStore(url) as pg:
+                started = time.perf_counter()
+                pg.import_jsonl(root / "corpus")
+                print(f"PostgreSQL import {time.perf_counter() - started:.1f} s")
+                report("PostgreSQL", measure(pg, queries))
+                report("  common", measure(pg, common))
+                rare_median = report("  rare", measure(pg, rare))
+    met = median < GOAL_MS
+    print(f"goal: SQLite median under {GOAL_MS} ms: {'met' if met else 'MISSED'}")
+    if args.postgres:
+        met_rare = rare_median < POSTGRES_RARE_GOAL_MS
+        print(
+            f"goal: PostgreSQL rare-word median under {POSTGRES_RARE_GOAL_MS} ms: "
+            f"{'met' if met_rare else 'MISSED'}"
+        )
+        met = met and met_rare
+    return 0 if met else 1
 
 
 if __name__ == "__main__":

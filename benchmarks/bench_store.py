@@ -48,10 +48,11 @@ import sqlite3
 import statistics
 import tempfile
 import time
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from scratch_schemas import FreshSchemas, scratch_schema
 
 from memstore import AsyncSessionStore, SessionGraph, SessionNode, SessionStore, jsjson
 from memstore.redact import secrets
@@ -389,43 +390,13 @@ def handles_main(postgres: str | None) -> int:
     with tempfile.TemporaryDirectory() as folder:
         rows.extend(handle_rows(f"sqlite:///{Path(folder) / 'handles.db'}", "sqlite"))
     if postgres:
-        schemas = FreshSchemas(postgres)
-        try:
-            rows.extend(handle_rows(schemas.store_url(schemas.new()), "postgres"))
-        finally:
-            schemas.close()
+        with scratch_schema(postgres) as url:
+            rows.extend(handle_rows(url, "postgres"))
     report(rows, floor="graph loads")
     return 0
 
 
 # --- PostgreSQL ---------------------------------------------------------------------------------
-
-
-class FreshSchemas:
-    """Fresh, empty schemas on one PostgreSQL server, dropped at the end."""
-
-    def __init__(self, url: str) -> None:
-        import psycopg
-
-        self.url = url
-        self.admin = psycopg.connect(url, autocommit=True)
-        self.names: list[str] = []
-
-    def new(self) -> str:
-        """A new schema's URL (for memstore) and name."""
-        name = f"memstore_bench_{uuid.uuid4().hex[:12]}"
-        self.admin.execute(f'CREATE SCHEMA "{name}"')
-        self.names.append(name)
-        return name
-
-    def store_url(self, name: str) -> str:
-        separator = "&" if "?" in self.url else "?"
-        return f"{self.url}{separator}options=-csearch_path%3D{name}"
-
-    def close(self) -> None:
-        for name in self.names:
-            self.admin.execute(f'DROP SCHEMA "{name}" CASCADE')
-        self.admin.close()
 
 
 _FLOOR_NODE = (
@@ -503,7 +474,7 @@ def postgres_size(schemas: FreshSchemas, count: int) -> list[Row]:
     raw.execute("INSERT INTO sessions (id, created_at, updated_at) VALUES ('s', 0, 0)")
     raw.commit()
 
-    store = SessionStore(schemas.store_url(schemas.new()))
+    store = SessionStore(schemas.new_url())
     times: list[float] = []
     floor_times: list[float] = []
     rows = same_rows("s", nodes)
@@ -553,15 +524,12 @@ def postgres_size(schemas: FreshSchemas, count: int) -> list[Row]:
 
 
 def postgres_main(url: str, sizes: list[int], async_count: int) -> int:
-    schemas = FreshSchemas(url)
-    try:
-        rows: list[Row] = []
+    rows: list[Row] = []
+    with FreshSchemas(url) as schemas:
         for count in sizes:
             rows.extend(postgres_size(schemas, count))
         if async_count:
-            rows.extend(async_rows(lambda _: schemas.store_url(schemas.new()), async_count))
-    finally:
-        schemas.close()
+            rows.extend(async_rows(lambda _: schemas.new_url(), async_count))
     report(rows, floor="floor/sync")
     return 0
 

@@ -23,11 +23,11 @@ import statistics
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from scratch_schemas import scratch_schema
 from sqlalchemy import insert
 
 from memstore import SessionStore
@@ -172,19 +172,9 @@ def main() -> int:
                 fill(store, rows)
                 table += measure(store, rows, args.runs, "sqlite")
         if args.postgres:
-            import psycopg
-
-            schema = f"memstore_bench_{uuid.uuid4().hex[:12]}"
-            with psycopg.connect(args.postgres, autocommit=True) as admin:
-                admin.execute(f'CREATE SCHEMA "{schema}"')
-                try:
-                    separator = "&" if "?" in args.postgres else "?"
-                    url = f"{args.postgres}{separator}options=-csearch_path%3D{schema}"
-                    with SessionStore(url) as store:
-                        fill(store, rows)
-                        table += measure(store, rows, args.runs, "postgres")
-                finally:
-                    admin.execute(f'DROP SCHEMA "{schema}" CASCADE')
+            with scratch_schema(args.postgres) as url, SessionStore(url) as store:
+                fill(store, rows)
+                table += measure(store, rows, args.runs, "postgres")
     print(f"usage_stats(by=...), median of {args.runs} runs (ms); every tenth session a fork")
     print(f"{'backend':9} {'rows':>8} {'by':8} {'memstore':>9} {'raw SQL':>9}  ratio")
     for backend, rows_text, by, mine, base, ratio in table:

@@ -37,7 +37,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench_store import FreshSchemas
+from scratch_schemas import FreshSchemas
 
 SHARED_SESSIONS = 4
 MODES = ("own", "shared")
