@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from memstore import NodeUsage
+from memstore import InvalidArgumentError, NodeUsage
 from memstore.store import SessionStore
 
 _TOTALS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost_usd")
@@ -135,3 +135,13 @@ def test_a_forked_claude_transcript_takes_the_same_entries_once(
         assert (info.input_tokens, info.output_tokens) == (900, 40)
 
     run_on_store(flavour, database_url, body)
+
+
+def test_a_fork_takes_its_metadata_in_the_same_transaction(store: SessionStore) -> None:
+    root, _answer = store.append_many("src", [turn("user", "q"), turn("assistant", "a")])
+    store.fork_session("src", root.id, "copy", metadata={"of": "src", "n": {"k": 1}})
+    assert store.session_info("copy").metadata == {"of": "src", "n": {"k": 1}}
+    assert store.sessions(metadata={"of": "src"})[0].id == "copy"
+    with pytest.raises(InvalidArgumentError, match="metadata of session 'bad'"):
+        store.fork_session("src", None, "bad", metadata={1: "x"})  # type: ignore[dict-item]
+    assert "bad" not in store.list_sessions()  # nothing half-written

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy
 from agents.usage import Usage
 
 from memstore import BranchError, MemstoreError, SessionClosedError, SessionStore
@@ -202,3 +203,29 @@ def test_branches_are_listed_in_the_order_they_were_made(
         assert [b["message_count"] for b in branches] == [4, 2, 2, 2]
 
     with_store(body)
+
+
+def test_a_branch_is_made_and_named_in_one_write_transaction(database_url: str) -> None:
+    """The fork and the metadata that names it a branch commit together: no half-made branch
+    (a session that holds the name but is not listed) can be left by a failure between them."""
+    writes: list[int] = []
+
+    def count_writes(connection: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        if statement.lstrip().upper().startswith(("INSERT", "UPDATE", "DELETE")):
+            transaction = id(connection.get_transaction())
+            if transaction not in writes:
+                writes.append(transaction)
+
+    async def body(store: AnyStore) -> None:
+        assert isinstance(store, SessionStore)
+        session = MemstoreAdvancedSession("trip", store)
+        await session.add_items(ITEMS)
+        sqlalchemy.event.listen(store.engine, "before_cursor_execute", count_writes)
+        try:
+            assert await session.create_branch_from_turn(2, "cheap") == "cheap"
+        finally:
+            sqlalchemy.event.remove(store.engine, "before_cursor_execute", count_writes)
+        assert len(writes) == 1
+        assert [b["branch_id"] for b in await session.list_branches()] == ["main", "cheap"]
+
+    run_on_store("sync", database_url, body)

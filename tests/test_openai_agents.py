@@ -8,7 +8,9 @@ import functools
 import json
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, cast
+from unittest.mock import AsyncMock, MagicMock
 
 import pytest
 from agents import (
@@ -20,18 +22,22 @@ from agents import (
     set_tracing_disabled,
 )
 from agents.memory import (
+    OpenAIResponsesCompactionSession,
     Session,
     SessionSettings,
     SQLiteSession,
     is_openai_responses_compaction_aware_session,
 )
+from agents.testing import ScriptedModel
 from openai import AsyncOpenAI
 
 from memstore import CompactionPolicy, MemstoreError, ModelCard, SessionStore
+from memstore.integrations import _history
 from memstore.integrations._history import AnyStore
 from memstore.integrations.openai_agents import MemstoreSession, SessionCompaction
 from memstore.invokers import extractive
 from tests.framework_stores import Body, maybe, run_on_store
+from tests.frameworks.openai_agents.responses import get_text_message
 from tests.invoker_servers import Reply, error, serve
 
 set_tracing_disabled(True)  # the SDK would send traces to OpenAI
@@ -294,6 +300,39 @@ def test_the_compaction_snapshot_replaces_a_suffix_as_a_new_branch(
         assert await session.get_items() == [summary]
         nodes = (await maybe(store.load_session("c"))).all()
         assert len(nodes) == len(history) + 2  # nothing deleted: the old items are branches
+
+    with_store(body)
+
+
+@pytest.mark.parametrize("limit", [None, 2], ids=["no-limit", "limit-2"])
+def test_the_sdks_compaction_wrapper_takes_its_native_path_inside_runner_run(
+    with_store: Callable[[Body], None], limit: int | None
+) -> None:
+    """`OpenAIResponsesCompactionSession` over MemstoreSession compacts through the snapshot
+    inside `Runner.run`, the compaction client faked as the SDK's own tests fake it. Its other
+    path would clear the history and re-add it (a cleared marker) without a limit, and skip
+    compaction with one (a partial history): here the compaction is awaited once and written
+    as a new branch, the items before the compacted suffix kept."""
+    history = [_said("user" if n % 2 == 0 else "assistant", f"item {n}") for n in range(6)]
+    summary = {"type": "compaction", "id": "cmp", "encrypted_content": "summary"}
+
+    async def body(store: AnyStore) -> None:
+        settings = None if limit is None else {"limit": limit}
+        session = MemstoreSession("native", store, session_settings=settings)
+        await session.add_items(history)
+        client = MagicMock()
+        client.responses.compact = AsyncMock(return_value=SimpleNamespace(output=[summary]))
+        wrapper = OpenAIResponsesCompactionSession(
+            "native", session, client=client, should_trigger_compaction=lambda _: True
+        )
+        agent = Agent(name="worker", model=ScriptedModel(steps=[[get_text_message("done")]]))
+        await Runner.run(agent, "continue", session=wrapper)
+        client.responses.compact.assert_awaited_once()
+        kept = [] if limit is None else history[:-limit]
+        assert await session.get_items(limit=100) == [*kept, summary]
+        nodes = (await maybe(store.load_session("native"))).all()
+        assert not any(_history.is_cleared(node.turn) for node in nodes)
+        assert len(nodes) == len(history) + 3  # the run's two items stay, as another branch
 
     with_store(body)
 

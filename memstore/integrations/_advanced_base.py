@@ -255,19 +255,19 @@ def bump_clears(session_id: str) -> History[int]:
 
 
 def created(session: AdvancedBase, source: str, leaf: str | None, name: str) -> History[bool]:
-    """Create the branch `name`'s session from the source's path to `leaf` (None: empty);
-    False if its session exists (the name was used)."""
+    """Create the branch `name`'s session from the source's path to `leaf` (None: empty), named
+    as a branch of the session in the same transaction; False if its session exists (the name
+    was used)."""
     sid = session._sid(name)
     names = {SESSION_KEY: session.session_id, BRANCH_KEY: name}
     try:
         if leaf is None:
             call = (sid, [_history.CLEARED], {sid: names})
             yield "append_merging_metadata", call, {"exists": False}
-            return True
-        yield "fork_session", (session._sid(source), leaf, sid), {}
+        else:
+            yield "fork_session", (session._sid(source), leaf, sid), {"metadata": names}
     except SessionExistsError:
         return False
-    yield from merge(sid, names)
     return True
 
 

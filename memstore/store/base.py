@@ -300,15 +300,24 @@ class StoreBase(Listing, Retention, Erasure, KeyedAppends, NodeIds, SessionMetad
         return (yield from self._write(plan, f"deleting session {session_id!r}"))
 
     @operation
-    def fork_session(self, source_id: str, leaf: str | None, new_id: str) -> Program[str | None]:
-        """Copy the path to `leaf` (None: the head) into a new session; returns its head.
+    def fork_session(
+        self,
+        source_id: str,
+        leaf: str | None,
+        new_id: str,
+        *,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Program[str | None]:
+        """Copy the path to `leaf` (None: the head) into a new session, with `metadata` as its
+        metadata object (in the same transaction); returns its head.
 
         Raises:
             UnknownSessionError: no session `source_id`.
             SessionExistsError: `new_id` is taken.
             UnknownNodeError: the source has no node `leaf`.
+            InvalidArgumentError: `metadata` is not a mapping with string keys.
         """
-        plan = plans.fork_session(self.backend, source_id, leaf, new_id)
+        plan = plans.fork_session(self.backend, source_id, leaf, new_id, metadata)
         return (yield from self._write(plan, f"forking session {source_id!r}"))
 
     @operation

@@ -348,28 +348,45 @@ def insert_rows(
 
 
 def fork_session(
-    backend: Backend, source_id: str, leaf: str | None, new_id: str
+    backend: Backend,
+    source_id: str,
+    leaf: str | None,
+    new_id: str,
+    metadata: Mapping[str, Any] | None = None,
 ) -> Plan[str | None]:
-    """Copy the path to `leaf` (default: the head) of one session into a new session.
+    """Copy the path to `leaf` (default: the head) of one session into a new session, with
+    `metadata` as its metadata object (so a fork that names what it is takes one transaction).
 
     The new session's records are those the original writer would have written for appending
     the path's nodes one by one; the copied nodes keep their usage (`node_usage`) and their
     writers' keys (`node_keys`). Returns the new session's head.
     """
     validate_session_id(new_id)
+    meta = None if metadata is None else _metadata_object(new_id, metadata)
     if (yield session_row(source_id)).first() is None:
         raise UnknownSessionError(f"no session {source_id!r}")
     yield from refuse_taken_id(new_id)
     path = yield from load_path_nodes(backend, source_id, leaf)
     now = now_ms()
     new_head = path[-1].id if path else None
-    yield insert(sessions).values(id=new_id, head=new_head, created_at=now, updated_at=now)
+    yield insert(sessions).values(
+        id=new_id, head=new_head, created_at=now, updated_at=now, meta=meta
+    )
     if path:
         yield from insert_nodes(backend, new_id, path)
         yield append_records(new_id, path)
         yield _copy_rows(node_usage, source_id, new_id)
         yield _copy_rows(node_keys, source_id, new_id)
     return new_head
+
+
+def _metadata_object(session_id: str, metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """`metadata` as a session's metadata object, refused unless a mapping with string keys."""
+    if not isinstance(metadata, Mapping) or not all(isinstance(key, str) for key in metadata):
+        raise InvalidArgumentError(
+            f"metadata of session {session_id!r}: a mapping with string keys, not {metadata!r}"
+        )
+    return dict(metadata)
 
 
 def _copy_rows(table: Table, source_id: str, new_id: str) -> Any:
