@@ -343,6 +343,8 @@ def test_a_search_reads_only_the_turns_its_indexes_list(
 
     assert [hit.node_id for hit in hits] == [nodes[1234].id]
     assert len(searches) == 1
-    read = [(node["Node Type"], node.get("Relation Name")) for node in plan_nodes(searches[0]["Plan"])]
+    read = [
+        (node["Node Type"], node.get("Relation Name")) for node in plan_nodes(searches[0]["Plan"])
+    ]
     assert ("Seq Scan", "nodes") not in read
     assert not [kind for kind, _ in read if kind.startswith("Gather")]
