@@ -531,3 +531,37 @@ def test_0027_indexes_the_columns_deletes_and_usage_totals_look_up_and_keeps_row
         assert _rows(database_url, counts) == _rows(database_url, of_t)
     finally:
         store.close()
+
+
+FULL_TEXT_INDEXES = ("ix_nodes_search", "ix_nodes_search_chars")
+
+
+def _index_options(url: str) -> dict[str, object]:
+    """The storage options of PostgreSQL's full-text indexes, by index."""
+    names = ", ".join(f"'{name}'" for name in FULL_TEXT_INDEXES)
+    sql = (
+        "SELECT relname, reloptions FROM pg_class WHERE relname IN "
+        f"({names}) AND relnamespace = current_schema()::regnamespace"
+    )
+    return dict(_rows(url, sql))  # type: ignore[arg-type]
+
+
+def test_0029_full_text_indexes_take_words_without_pending_lists(postgres_url: str) -> None:
+    store = SessionStore(postgres_url, auto_migrate=False)
+    try:
+        store.upgrade_schema("0028")
+        turn = {"role": "user", "blocks": [{"kind": "text", "text": "a quokka 東京"}]}
+        store.append("s", turn)
+        assert _index_options(postgres_url) == dict.fromkeys(FULL_TEXT_INDEXES)
+        store.upgrade_schema("0029")
+        off = dict.fromkeys(FULL_TEXT_INDEXES, ["fastupdate=off"])
+        assert _index_options(postgres_url) == off
+        store.append("s", {"role": "user", "blocks": [{"kind": "text", "text": "quokka 東京 too"}]})
+        assert len(store.search("quokka")) == len(store.search("東京")) == 2
+        store.downgrade_schema("0028")
+        assert _index_options(postgres_url) == dict.fromkeys(FULL_TEXT_INDEXES)
+        assert len(store.search("quokka")) == 2
+        store.upgrade_schema()
+        assert _index_options(postgres_url) == off
+    finally:
+        store.close()
