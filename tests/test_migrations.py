@@ -11,6 +11,7 @@ import sqlite3
 import subprocess
 import sys
 import zipfile
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -533,6 +534,43 @@ def test_0027_indexes_the_columns_deletes_and_usage_totals_look_up_and_keeps_row
         store.close()
 
 
+TENANT_TABLES_0028 = [table.name for table in metadata.sorted_tables]
+
+
+def test_0028_puts_every_row_on_the_default_tenant_and_refuses_to_drop_another_tenant(
+    database_url: str,
+) -> None:
+    store = SessionStore(database_url)
+    try:
+        user = {"role": "user", "blocks": [{"kind": "text", "text": "q"}]}
+        store.append_keyed("s", [user], ["k1"], usage={"inputTokens": 3, "model": "m"})
+        store.update_session("s", tags=["t"])
+        store.set_expiry_default(timedelta(minutes=1))
+        store.append("gone", user)
+        store.erase(reason="test", session_id="gone", dry_run=False)
+        counts = " UNION ALL ".join(f"SELECT count(*) FROM {t}" for t in TENANT_TABLES_0028)
+        before = _rows(database_url, counts)
+        of_default = counts
+        for table in TENANT_TABLES_0028:
+            of_default = of_default.replace(f"FROM {table}", f"FROM {table} WHERE tenant = ''")
+        assert _rows(database_url, of_default) == before
+        store.downgrade_schema("0027")
+        assert _rows(database_url, counts) == before
+        store.upgrade_schema("0028")
+        assert _rows(database_url, of_default) == before
+        _write(database_url, "UPDATE session_tags SET tenant = 'acme'")
+        with pytest.raises(MigrationError, match=r"session_tags holds rows of tenant 'acme'"):
+            store.downgrade_schema("0027")
+        assert store.schema_revision() == "0028"
+        _write(database_url, "UPDATE session_tags SET tenant = ''")
+        store.downgrade_schema("0027")
+        store.upgrade_schema()
+        assert _rows(database_url, of_default) == before
+        assert [(row.key, row.nodes) for row in store.usage_stats("model")] == [("m", 1)]
+    finally:
+        store.close()
+
+
 FULL_TEXT_INDEXES = ("ix_nodes_search", "ix_nodes_search_chars")
 
 
@@ -554,7 +592,7 @@ def test_0029_full_text_indexes_take_words_without_pending_lists(postgres_url: s
         store.append("s", turn)
         assert _index_options(postgres_url) == dict.fromkeys(FULL_TEXT_INDEXES)
         store.upgrade_schema("0029")
-        off = dict.fromkeys(FULL_TEXT_INDEXES, ["fastupdate=off"])
+        off = {index: ["fastupdate=off"] for index in FULL_TEXT_INDEXES}
         assert _index_options(postgres_url) == off
         store.append("s", {"role": "user", "blocks": [{"kind": "text", "text": "quokka 東京 too"}]})
         assert len(store.search("quokka")) == len(store.search("東京")) == 2
