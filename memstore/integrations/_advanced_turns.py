@@ -147,10 +147,13 @@ def usage_row(usage: Any) -> dict[str, Any]:
 
 
 def _details(details: Any) -> Any:
+    """A usage's token details as JSON, without the fields the provider left unset (None):
+    the SDK's tests read back exactly the fields given, whichever the openai package adds."""
     if not details:
         return None
     try:
-        return json.loads(json.dumps(details.__dict__))
+        fields = {name: value for name, value in details.__dict__.items() if value is not None}
+        return json.loads(json.dumps(fields))
     except (TypeError, ValueError, AttributeError):
         return None
 
