@@ -238,6 +238,38 @@ def test_get_session_config_limits_events(with_store: Callable[[Body], None]) ->
     with_store(body)
 
 
+def test_events_load_in_timestamp_order_as_adks_stores_return_them(
+    with_store: Callable[[Body], None],
+) -> None:
+    """ADK's database and SQLite services order a session's events by timestamp (a tie in
+    append order); events appended out of that order load in it, within any window read."""
+
+    async def body(store: AnyStore) -> None:
+        service = MemstoreSessionService(store)
+        session = await service.create_session(app_name="app", user_id="u", session_id="s")
+        for second, text in [(3.0, "c"), (1.0, "a"), (2.0, "b1"), (2.0, "b2"), (4.0, "d")]:
+            await service.append_event(session, _event(second, text=text))
+
+        async def texts(**config: Any) -> list[str]:
+            got = await service.get_session(
+                app_name="app", user_id="u", session_id="s", config=GetSessionConfig(**config)
+            )
+            assert got is not None
+            return [_text_of(event) for event in got.events]
+
+        assert await texts() == ["a", "b1", "b2", "c", "d"]
+        assert await texts(after_timestamp=2.0) == ["b1", "b2", "c", "d"]
+        assert await texts(num_recent_events=3) == ["b1", "b2", "d"]  # the newest 3 appended
+
+    with_store(body)
+
+
+def _text_of(event: Event) -> str:
+    assert event.content is not None
+    assert event.content.parts
+    return event.content.parts[0].text or ""
+
+
 def test_a_stale_session_object_is_refused_and_writes_nothing(
     with_store: Callable[[Body], None],
 ) -> None:

@@ -11,6 +11,7 @@ import sqlite3
 import subprocess
 import sys
 import zipfile
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -529,5 +530,42 @@ def test_0027_indexes_the_columns_deletes_and_usage_totals_look_up_and_keeps_row
         assert [(row.key, row.nodes) for row in store.usage_stats("model")] == [("m", 1)]
         assert store.delete_session("s")
         assert _rows(database_url, counts) == _rows(database_url, of_t)
+    finally:
+        store.close()
+
+
+TENANT_TABLES_0028 = [table.name for table in metadata.sorted_tables]
+
+
+def test_0028_puts_every_row_on_the_default_tenant_and_refuses_to_drop_another_tenant(
+    database_url: str,
+) -> None:
+    store = SessionStore(database_url)
+    try:
+        user = {"role": "user", "blocks": [{"kind": "text", "text": "q"}]}
+        store.append_keyed("s", [user], ["k1"], usage={"inputTokens": 3, "model": "m"})
+        store.update_session("s", tags=["t"])
+        store.set_expiry_default(timedelta(minutes=1))
+        store.append("gone", user)
+        store.erase(reason="test", session_id="gone", dry_run=False)
+        counts = " UNION ALL ".join(f"SELECT count(*) FROM {t}" for t in TENANT_TABLES_0028)
+        before = _rows(database_url, counts)
+        of_default = counts
+        for table in TENANT_TABLES_0028:
+            of_default = of_default.replace(f"FROM {table}", f"FROM {table} WHERE tenant = ''")
+        assert _rows(database_url, of_default) == before
+        store.downgrade_schema("0027")
+        assert _rows(database_url, counts) == before
+        store.upgrade_schema("0028")
+        assert _rows(database_url, of_default) == before
+        _write(database_url, "UPDATE session_tags SET tenant = 'acme'")
+        with pytest.raises(MigrationError, match=r"session_tags holds rows of tenant 'acme'"):
+            store.downgrade_schema("0027")
+        assert store.schema_revision() == "0028"
+        _write(database_url, "UPDATE session_tags SET tenant = ''")
+        store.downgrade_schema("0027")
+        store.upgrade_schema()
+        assert _rows(database_url, of_default) == before
+        assert [(row.key, row.nodes) for row in store.usage_stats("model")] == [("m", 1)]
     finally:
         store.close()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import threading
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 import sqlalchemy.exc
@@ -20,7 +20,10 @@ from memstore.store.plans import nodes
 from memstore.store.policy import Backend
 from memstore.store.prepared import Prepared
 from memstore.store.sync import drive
-from memstore.store.tables import sessions
+from memstore.store.tables import DEFAULT_TENANT, sessions
+from memstore.store.tenancy import scoped
+
+T = TypeVar("T")
 
 SET_META = Prepared(
     update(sessions)
@@ -32,6 +35,11 @@ ROWS: list[dict[str, Any]] = [
     {"session_id": "a", "meta": {"n": 1, "é": [True]}},
     {"session_id": "b", "meta": None},
 ]
+
+
+def on_default(plan: plans.Plan[T]) -> plans.Plan[T]:
+    """`plan` scoped to the default tenant, as a store without one runs it."""
+    return scoped(plan, DEFAULT_TENANT)
 
 
 def set_meta_plan(backend: Backend) -> plans.Plan[list[tuple[Any, ...]]]:
@@ -55,7 +63,10 @@ def test_prepared_statements_bind_converted_values_defaults_and_many_rows(
     with SessionStore(database_url) as store:
         store.update_session("a", title="set before")
         with store.transaction(write=True) as connection:
-            assert drive(set_meta_plan(store.backend), connection) == [("a", None), ("b", None)]
+            assert drive(on_default(set_meta_plan(store.backend)), connection) == [
+                ("a", None),
+                ("b", None),
+            ]
         check_metadata(store)
 
 
@@ -65,7 +76,7 @@ def test_prepared_statements_run_the_same_on_an_async_connection(database_url: s
         try:
             await store.open()
             async with store.transaction(write=True) as connection:
-                return await aio.drive(set_meta_plan(store.backend), connection)
+                return await aio.drive(on_default(set_meta_plan(store.backend)), connection)
         finally:
             await store.close()
 
@@ -123,7 +134,10 @@ def test_a_plan_gets_the_same_answers_whichever_way_its_step_ran(
 
     if flavour == "sync":
         with SessionStore(database_url) as store, store.transaction(write=True) as connection:
-            prepared, core = drive(both(True), connection), drive(both(False), connection)
+            prepared, core = (
+                drive(on_default(both(True)), connection),
+                drive(on_default(both(False)), connection),
+            )
     else:
 
         async def run() -> tuple[list[Any], list[Any]]:
@@ -132,8 +146,8 @@ def test_a_plan_gets_the_same_answers_whichever_way_its_step_ran(
                 await store.open()
                 async with store.transaction(write=True) as connection:
                     return (
-                        await aio.drive(both(True), connection),
-                        await aio.drive(both(False), connection),
+                        await aio.drive(on_default(both(True)), connection),
+                        await aio.drive(on_default(both(False)), connection),
                     )
             finally:
                 await store.close()
@@ -156,7 +170,7 @@ def test_a_driver_error_from_a_prepared_statement_is_a_database_error(database_u
             translate_database_errors("logging an orphan"),
             store.transaction(write=True) as connection,
         ):
-            drive(orphan_record(), connection)
+            drive(on_default(orphan_record()), connection)
         assert store.list_sessions() == []
 
 
@@ -177,7 +191,7 @@ def test_a_driver_error_comes_as_sqlalchemy_raises_it_whichever_way_the_step_ran
         pytest.raises(sqlalchemy.exc.IntegrityError) as raised,
         store.transaction(write=True) as connection,
     ):
-        drive(orphan_record(), connection)
+        drive(on_default(orphan_record()), connection)
     assert type(raised.value.orig).__module__.split(".")[0] in ("sqlite3", "psycopg")
 
 

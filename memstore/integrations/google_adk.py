@@ -332,10 +332,16 @@ def _load(ids: _Ids, last: int | None, *, events: bool) -> History[Session | Non
     session = _session(
         found[ids.session], _state_of(found.get(ids.app)), _state_of(found.get(ids.user))
     )
-    session.events = [turn_to_event(node.turn, node.created_at) for node in nodes]
+    loaded = [turn_to_event(node.turn, node.created_at) for node in nodes]
+    session.events = sorted(loaded, key=_event_time)  # stable: a tie keeps append order
     if nodes:
         session._storage_update_marker = nodes[-1].id
     return session
+
+
+def _event_time(event: Event) -> float:
+    """An event's timestamp: ADK's stores return a session's events ordered by it."""
+    return event.timestamp
 
 
 def _listed(app_name: str, user_id: str | None) -> History[list[Session]]:

@@ -41,6 +41,7 @@ from memstore.store.policy import backend_of
 from memstore.store.prepared import Prepared, PreparedRows, as_sqlalchemy_errors
 from memstore.store.sync import drive as sync_drive
 from memstore.store.sync import run as sync_run
+from memstore.store.tenancy import scoped
 from memstore.store.time_limits import PROGRESS_STEPS, SqliteTimeLimit
 from memstore.types import Migrator
 
@@ -296,7 +297,7 @@ class AsyncSessionStore(StoreBase, Asynchronous):
         does file I/O as it goes, in a worker thread from the start. On PostgreSQL on the
         asyncio connection, a plan that does file I/O in SQLAlchemy's worker greenlet on the
         connection's sync side."""
-        plan, write, action = request.plan, request.write, request.action
+        plan, write, action = scoped(request.plan, self.tenant), request.write, request.action
         if self.backend.async_in_thread:
             if not self._opened:
                 await self.open()

@@ -26,7 +26,7 @@ from sqlalchemy.schema import CreateTable
 from sqlalchemy.util import await_only
 
 from memstore.store.prepared import Prepared, PreparedRows
-from memstore.store.tables import stored_on
+from memstore.store.tables import TENANT_KEY, stored_on
 
 __all__ = ["BulkRows", "copy_rows", "copy_rows_async"]
 
@@ -75,6 +75,11 @@ def _copy_of(prepared: Prepared, dialect: Dialect) -> _Copy:
     return found
 
 
+def _row_key(column: str) -> str:
+    """The key of a row's value for `column` (the tenant's is the scope's, `TENANT_KEY`)."""
+    return TENANT_KEY if column == "tenant" else column
+
+
 def _quoted(dialect: Dialect, name: str) -> str:
     return dialect.identifier_preparer.quote(name)
 
@@ -84,6 +89,8 @@ def _make_copy(prepared: Prepared, dialect: Dialect) -> _Copy:
     if table is None or names is None:
         raise TypeError(f"a bulk insert is a Prepared.insert of named columns, not {prepared}")
     columns = [table.c[name] for name in names if stored_on(table.c[name], dialect.name)]
+    if "tenant" in table.c:  # bound by `tenancy.scoped`, under its own key in each row
+        columns.insert(0, table.c.tenant)
     processors = []
     expressions = {}
     for position, column in enumerate(columns):
@@ -93,9 +100,9 @@ def _make_copy(prepared: Prepared, dialect: Dialect) -> _Copy:
         expression = column.type.bind_expression(bindparam(column.name, type_=column.type))
         if expression is not None:
             expressions[column.name] = column.type
-    keys = tuple(column.name for column in columns)
+    keys = tuple(_row_key(column.name) for column in columns)
     if not expressions:
-        listed = ", ".join(_quoted(dialect, name) for name in keys)
+        listed = ", ".join(_quoted(dialect, column.name) for column in columns)
         target = _quoted(dialect, table.name)
         return _Copy(keys, tuple(processors), f"COPY {target} ({listed}) FROM STDIN")
     return _staged_copy(table, columns, expressions, tuple(processors), dialect)
@@ -131,7 +138,7 @@ def _staged_copy(
     listed = ", ".join(_quoted(dialect, name) for name in [_ORDER, *keys])
     staged = _quoted(dialect, stage.name)
     return _Copy(
-        tuple(keys),
+        tuple(_row_key(name) for name in keys),
         processors,
         f"COPY {staged} ({listed}) FROM STDIN",
         before=(made,),

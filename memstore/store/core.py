@@ -10,6 +10,7 @@ from memstore.redact import Redactor, apply_redactor
 from memstore.store.operation import Run
 from memstore.store.plans import Plan
 from memstore.store.policy import backend_of
+from memstore.store.tables import DEFAULT_TENANT
 from memstore.types import Migrator, SessionNode, Turn, TurnLike, parse_turn
 
 __all__ = ["StoreCore"]
@@ -35,6 +36,8 @@ class StoreCore:
         self.read_only = read_only
         self.migrators = tuple(migrators)
         self.redact = redact
+        self.tenant = DEFAULT_TENANT
+        """Whose rows the store reads and writes (`tenancy`): every plan runs scoped to it."""
 
     def _redacted(self, turns: Iterable[TurnLike]) -> Iterable[TurnLike]:
         """`turns` through the store's redactor (see `memstore.redact`), before they are

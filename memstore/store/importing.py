@@ -36,7 +36,7 @@ from memstore.store.import_locks import hold, running
 from memstore.store.owners import ImportOwner, refusal, release, token_of
 from memstore.store.plans import COMMIT, ROLLBACK, Plan, now_ms
 from memstore.store.policy import Backend
-from memstore.store.tables import IN_STORED_ORDER, nodes, records, sessions
+from memstore.store.tables import IN_STORED_ORDER, TENANT, nodes, records, sessions
 
 __all__ = [
     "CHUNK_SECONDS",
@@ -91,7 +91,13 @@ def claim_new_session(backend: Backend, session_id: str, owner: ImportOwner) -> 
     if row is not None or not hold(owner.token, database):
         return False
     now = now_ms()
-    values = {"id": session_id, "created_at": now, "updated_at": now, "importing": owner.marker}
+    values = {
+        "tenant": TENANT,
+        "id": session_id,
+        "created_at": now,
+        "updated_at": now,
+        "importing": owner.marker,
+    }
     yield insert(sessions).values(values)  # committed with the first chunk
     return True
 

@@ -29,7 +29,7 @@ from sqlalchemy import insert as sa_insert
 from sqlalchemy.exc import DBAPIError, MultipleResultsFound, NoResultFound
 
 from memstore.store.policy import backend_of
-from memstore.store.tables import stored_on
+from memstore.store.tables import TENANT, stored_on
 
 __all__ = [
     "Compiled",
@@ -145,14 +145,20 @@ class Prepared:
 
     @classmethod
     def insert(cls, table: Table, columns: Sequence[str]) -> Prepared:
-        """An INSERT of `columns` into `table` (no RETURNING), one row per parameter dict. On
+        """An INSERT of `columns` into `table` (no RETURNING), one row per parameter dict, of the
+        store's tenant (`tables.TENANT`: `columns` may name `tenant`, which is left out). On
         each database it names the columns that database stores (`tables.stored_on`): a row
         may carry keys for the others, which are left out."""
-        prepared = cls(sa_insert(table).inline(), columns)
+        statement = sa_insert(table).inline()
+        if "tenant" in table.c:  # the store's, bound by `tenancy.scoped`: no row names it
+            statement = statement.values(tenant=TENANT)
+        prepared = cls(statement, [name for name in columns if name != "tenant"])
         prepared.table = table
         return prepared
 
     def __repr__(self) -> str:
+        if self.table is not None:  # compiled without its columns, an INSERT would warn
+            return f"Prepared(INSERT INTO {self.table.name} ({', '.join(self.columns or ())}))"
         return f"Prepared({self.statement})"
 
     def compiled(self, dialect: Dialect) -> Compiled:

@@ -26,6 +26,7 @@ from memstore.store.operation import Await, Program, Request, Run, Synchronous
 from memstore.store.plans import COMMIT, Boundary, Plan, Step, as_call
 from memstore.store.policy import backend_of
 from memstore.store.prepared import Prepared, as_sqlalchemy_errors, stream_rows
+from memstore.store.tenancy import scoped
 from memstore.store.time_limits import PROGRESS_STEPS, SqliteTimeLimit
 from memstore.types import Migrator
 
@@ -198,7 +199,8 @@ class SessionStore(StoreBase, Synchronous):
     def _perform(self, request: Request) -> Any:
         """Carry out one request of an operation's program (see `operation`)."""
         if isinstance(request, Run):
-            return run(self.engine, request.plan, write=request.write, action=request.action)
+            plan = scoped(request.plan, self.tenant)
+            return run(self.engine, plan, write=request.write, action=request.action)
         if isinstance(request, Await):
             return asyncio.run(request.coroutine)
         with translate_database_errors(request.action):

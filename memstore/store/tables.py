@@ -69,6 +69,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    bindparam,
     column,
     func,
     literal_column,
@@ -83,10 +84,13 @@ from sqlalchemy.types import TypeDecorator
 from memstore.store.folding import sql_fold
 
 __all__ = [
+    "DEFAULT_TENANT",
     "IN_STORED_ORDER",
     "NOT_IMPORTING",
     "PG_INDEXED_CHARS",
     "POSTGRESQL_ONLY",
+    "TENANT",
+    "TENANT_KEY",
     "TS_CONFIG",
     "SearchVector",
     "erasures",
@@ -100,11 +104,13 @@ __all__ = [
     "nodes_fts",
     "nodes_fts_backlog",
     "nodes_fts_chars",
+    "of_tenant",
     "of_visible_session",
     "records",
     "session_tags",
     "sessions",
     "stored_on",
+    "tenant_column",
 ]
 
 metadata = MetaData(
@@ -148,6 +154,26 @@ class SearchVector(TypeDecorator[str]):
         return func.to_tsvector(literal_column(f"'{TS_CONFIG}'"), bindvalue)
 
 
+DEFAULT_TENANT = ""
+"""The tenant of a store opened without one, and of every row written before migration 0028."""
+TENANT_KEY = "the_tenant"
+"""The parameter every scoped statement binds its store's tenant to (`tenancy.scoped` adds it to
+each statement's parameters; not `tenant`, the name an INSERT or UPDATE gives the column's own)."""
+TENANT = bindparam(TENANT_KEY, type_=String(64))
+"""The store's tenant in a statement: `table.c.tenant == TENANT` (see `of_tenant`)."""
+
+
+def tenant_column() -> Column[str]:
+    """The column that says whose a row is (migration 0028): every table has it."""
+    return Column("tenant", String(64), nullable=False, server_default=DEFAULT_TENANT)
+
+
+def of_tenant(table: Any) -> ColumnElement[bool]:
+    """The condition that keeps `table`'s rows (a table or an alias of one) to the store's
+    tenant."""
+    return table.c.tenant == TENANT  # type: ignore[no-any-return]
+
+
 def stored_on(column: Column[Any], dialect: str) -> bool:
     """Whether a database of `dialect` has `column` (see `POSTGRESQL_ONLY`)."""
     dialects = column.info.get("dialects")
@@ -162,6 +188,7 @@ def _where(predicate: str) -> dict[str, Any]:
 sessions = Table(
     "sessions",
     metadata,
+    tenant_column(),
     Column("id", Id, primary_key=True),
     Column("head", Id, nullable=True),
     Column("created_at", BigInteger, nullable=False),
@@ -177,6 +204,7 @@ sessions = Table(
 expiry_defaults = Table(
     "expiry_defaults",
     metadata,
+    tenant_column(),
     Column("scope", String(8), primary_key=True),
     Column("tag", Id, primary_key=True),
     Column("after_ms", BigInteger, nullable=False),
@@ -191,6 +219,7 @@ Index("ix_sessions_updated_at_id", sessions.c.updated_at.desc(), sessions.c.id)
 session_tags = Table(
     "session_tags",
     metadata,
+    tenant_column(),
     Column("session_id", Id, ForeignKey("sessions.id", ondelete="CASCADE"), primary_key=True),
     Column("tag", Id, primary_key=True),
     Index(None, "tag"),
@@ -200,6 +229,7 @@ session_tags = Table(
 nodes = Table(
     "nodes",
     metadata,
+    tenant_column(),
     Column("pk", SerialKey, primary_key=True, autoincrement=True),
     Column("session_id", Id, ForeignKey("sessions.id", ondelete="CASCADE"), nullable=False),
     Column("id", Id, nullable=False),
@@ -240,6 +270,7 @@ through the partial index `ix_nodes_session_id_pk`: add it to such queries."""
 node_blocks = Table(
     "node_blocks",
     metadata,
+    tenant_column(),
     Column("session_id", Id, primary_key=True),
     Column("node_id", Id, primary_key=True),
     Column("position", Integer, primary_key=True),
@@ -259,6 +290,7 @@ node_blocks = Table(
 records = Table(
     "records",
     metadata,
+    tenant_column(),
     Column("pk", SerialKey, primary_key=True, autoincrement=True),
     Column("session_id", Id, ForeignKey("sessions.id", ondelete="CASCADE"), nullable=False),
     Column("kind", String(8), nullable=False),
@@ -277,6 +309,7 @@ records = Table(
 node_usage = Table(
     "node_usage",
     metadata,
+    tenant_column(),
     Column("session_id", Id, primary_key=True),
     Column("node_id", Id, primary_key=True),
     Column("provider", Text, nullable=True),
@@ -297,6 +330,7 @@ node_usage = Table(
 node_keys = Table(
     "node_keys",
     metadata,
+    tenant_column(),
     Column("session_id", Id, primary_key=True),
     Column("key", Id, primary_key=True),
     Column("node_id", Id, nullable=False),
@@ -309,6 +343,7 @@ node_keys = Table(
 erasures = Table(
     "erasures",
     metadata,
+    tenant_column(),
     Column("id", SerialKey, primary_key=True, autoincrement=True),
     Column("erased_at", BigInteger, nullable=False),
     Column("scope", String(8), nullable=False),

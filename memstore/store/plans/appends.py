@@ -37,7 +37,15 @@ from memstore.store.plans.sessions import ensure_session, refuse_taken_id
 from memstore.store.policy import Backend
 from memstore.store.prepared import Prepared
 from memstore.store.rows import stored_rows
-from memstore.store.tables import node_blocks, node_keys, node_usage, nodes, records, sessions
+from memstore.store.tables import (
+    TENANT,
+    node_blocks,
+    node_keys,
+    node_usage,
+    nodes,
+    records,
+    sessions,
+)
 from memstore.types import (
     SessionNode,
     Turn,
@@ -176,7 +184,7 @@ def record_node_usage(
 def upsert_usage(backend: Backend, rows: Sequence[Mapping[str, Any]]) -> Plan[None]:
     """Insert `node_usage` rows, replacing a node's earlier usage."""
     if rows:
-        upsert = backend.insert(node_usage)
+        upsert = backend.insert(node_usage).values(tenant=TENANT)
         columns = {name: upsert.excluded[name] for name in NodeUsage.__dataclass_fields__}
         keys = [node_usage.c.session_id, node_usage.c.node_id]
         yield upsert.on_conflict_do_update(index_elements=keys, set_=columns), list(rows)
@@ -382,7 +390,7 @@ def fork_session(
     now = now_ms()
     new_head = path[-1].id if path else None
     yield insert(sessions).values(
-        id=new_id, head=new_head, created_at=now, updated_at=now, meta=meta
+        tenant=TENANT, id=new_id, head=new_head, created_at=now, updated_at=now, meta=meta
     )
     if path:
         yield from insert_nodes(backend, new_id, path)

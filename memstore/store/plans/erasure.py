@@ -38,6 +38,7 @@ from memstore.store.policy import Backend
 from memstore.store.rows import stored_rows
 from memstore.store.tables import (
     NOT_IMPORTING,
+    TENANT,
     erasures,
     node_blocks,
     node_keys,
@@ -340,6 +341,7 @@ def erase(
     receipt = (
         yield insert(erasures)
         .values(
+            tenant=TENANT,
             erased_at=now,
             scope=target.scope,
             target=target.label,

@@ -1,4 +1,5 @@
-"""PostgreSQL appends in one round trip, through the function `memstore_append` (migration 0025).
+"""PostgreSQL appends in one round trip, through the function `memstore_append` (migration 0025;
+0028 gives it the store's tenant).
 
 An append's statements (lock the session, compare the head, look up the parent and the stored
 nodes, insert the nodes, their blocks and the records, move the head) were one round trip each
@@ -27,7 +28,7 @@ from memstore.store.owners import refuse_if_importing
 from memstore.store.plans.contract import UNSET, Plan, Unset
 from memstore.store.prepared import Prepared
 from memstore.store.rows import stored_rows
-from memstore.store.tables import SearchVector
+from memstore.store.tables import TENANT_KEY, SearchVector
 from memstore.types import SessionNode, Turn
 from memstore.usage import NodeUsage, usage_record
 
@@ -37,7 +38,8 @@ SENT_CHARS = 1 << 20
 """Characters of turn JSON one call sends at most; a bigger append takes the statements."""
 _APPEND = Prepared(
     text(
-        "SELECT outcome, head, importing, ids, detail FROM memstore_append(:session_id, :now, "
+        "SELECT outcome, head, importing, ids, detail FROM memstore_append("
+        f":{TENANT_KEY}, :session_id, :now, "
         ":check, :expected, CAST(:ids AS text[]), :parent, CAST(:nodes AS jsonb), "
         "CAST(:blocks AS jsonb), CAST(:usage AS text[]))"
     )

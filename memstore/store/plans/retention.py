@@ -32,6 +32,7 @@ from memstore.store.plans.contract import Plan, Unset
 from memstore.store.policy import Backend
 from memstore.store.tables import (
     NOT_IMPORTING,
+    TENANT,
     expiry_defaults,
     nodes,
     records,
@@ -314,7 +315,7 @@ def set_expiry_default(after_ms: int | None, tag: str | None) -> Plan[None]:
     where = and_(expiry_defaults.c.scope == scope, expiry_defaults.c.tag == key)
     yield delete(expiry_defaults).where(where)
     if after_ms is not None:
-        yield insert(expiry_defaults).values(scope=scope, tag=key, after_ms=after_ms)
+        yield insert(expiry_defaults).values(tenant=TENANT, scope=scope, tag=key, after_ms=after_ms)
 
 
 def expiry_defaults_of() -> Plan[ExpiryDefaults]:

@@ -35,7 +35,7 @@ from memstore.store.plans.paging import Window
 from memstore.store.plans.retention import epoch_ms
 from memstore.store.policy import BACKENDS, Backend
 from memstore.store.prepared import Prepared
-from memstore.store.tables import NOT_IMPORTING, node_usage, nodes, session_tags, sessions
+from memstore.store.tables import NOT_IMPORTING, TENANT, node_usage, nodes, session_tags, sessions
 from memstore.types import validate_session_id
 from memstore.usage import cost_total
 
@@ -118,6 +118,7 @@ def _ensure_session_statement(backend: Backend) -> Prepared:
     return Prepared(
         backend.insert(sessions)
         .values(
+            tenant=TENANT,
             id=bindparam("session_id"),
             head=None,
             created_at=bindparam("now"),
@@ -412,5 +413,5 @@ def update_session(
         unique = sorted(set(tags))
         if unique:
             yield insert(session_tags).values(
-                [{"session_id": session_id, "tag": tag} for tag in unique]
+                [{"tenant": TENANT, "session_id": session_id, "tag": tag} for tag in unique]
             )
