@@ -359,19 +359,7 @@ class MemstoreAdvancedSession(AdvancedBase):
         """How often each tool was called in each turn of a branch (default: current), as
         `(tool_name, count, turn)`, by turn (a tool search's output counts when its call is not
         in the turn)."""
-        entries = await self._branch_entries(branch_id)
-        searched = {
-            (entry.turn, entry.tool) for entry in entries if entry.kind == "tool_search_call"
-        }
-        counts: dict[tuple[int, Any], int] = {}
-        for entry in entries:
-            if entry.kind in structure.TOOL_CALLS or (
-                entry.kind == "tool_search_output" and (entry.turn, entry.tool) not in searched
-            ):
-                key = (entry.turn, entry.tool)
-                counts[key] = counts.get(key, 0) + 1
-        ordered = sorted(counts.items(), key=lambda pair: (pair[0][0], str(pair[0][1])))
-        return [(tool, count, turn) for (turn, tool), count in ordered]
+        return structure.tool_usage(await self._branch_entries(branch_id))
 
     # --- usage ---------------------------------------------------------------------------
 
