@@ -569,3 +569,37 @@ def test_0028_puts_every_row_on_the_default_tenant_and_refuses_to_drop_another_t
         assert [(row.key, row.nodes) for row in store.usage_stats("model")] == [("m", 1)]
     finally:
         store.close()
+
+
+FULL_TEXT_INDEXES = ("ix_nodes_search", "ix_nodes_search_chars")
+
+
+def _index_options(url: str) -> dict[str, object]:
+    """The storage options of PostgreSQL's full-text indexes, by index."""
+    names = ", ".join(f"'{name}'" for name in FULL_TEXT_INDEXES)
+    sql = (
+        "SELECT relname, reloptions FROM pg_class WHERE relname IN "
+        f"({names}) AND relnamespace = current_schema()::regnamespace"
+    )
+    return dict(_rows(url, sql))  # type: ignore[arg-type]
+
+
+def test_0029_full_text_indexes_take_words_without_pending_lists(postgres_url: str) -> None:
+    store = SessionStore(postgres_url, auto_migrate=False)
+    try:
+        store.upgrade_schema("0028")
+        turn = {"role": "user", "blocks": [{"kind": "text", "text": "a quokka 東京"}]}
+        store.append("s", turn)
+        assert _index_options(postgres_url) == dict.fromkeys(FULL_TEXT_INDEXES)
+        store.upgrade_schema("0029")
+        off = {index: ["fastupdate=off"] for index in FULL_TEXT_INDEXES}
+        assert _index_options(postgres_url) == off
+        store.append("s", {"role": "user", "blocks": [{"kind": "text", "text": "quokka 東京 too"}]})
+        assert len(store.search("quokka")) == len(store.search("東京")) == 2
+        store.downgrade_schema("0028")
+        assert _index_options(postgres_url) == dict.fromkeys(FULL_TEXT_INDEXES)
+        assert len(store.search("quokka")) == 2
+        store.upgrade_schema()
+        assert _index_options(postgres_url) == off
+    finally:
+        store.close()
