@@ -16,9 +16,17 @@ from agents import set_tracing_disabled
 
 from memstore.errors import EventLoopError
 from tests.frameworks.conftest import OnStore
+from tests.frameworks.openai_agents.advanced import Templates
 from tests.frameworks.openai_agents.swap import session_factory
 
 set_tracing_disabled(True)
+
+
+@pytest.fixture(scope="session")
+def migrated_templates(tmp_path_factory: pytest.TempPathFactory) -> Templates:
+    """The migrated databases the advanced-session tests' new databases are copied from
+    (advanced.py): made once per run, read only."""
+    return Templates(tmp_path_factory.mktemp("advanced-templates"))
 
 
 @pytest.fixture(params=["sync", "async"])
