@@ -145,3 +145,30 @@ def test_a_fork_takes_its_metadata_in_the_same_transaction(store: SessionStore) 
     with pytest.raises(InvalidArgumentError, match="metadata of session 'bad'"):
         store.fork_session("src", None, "bad", metadata={1: "x"})  # type: ignore[dict-item]
     assert "bad" not in store.list_sessions()  # nothing half-written
+
+
+def test_a_forks_export_carries_the_usage_and_key_lines_of_the_path_it_copies(
+    store: SessionStore, tmp_path: Any
+) -> None:
+    """The fork's log gets the source's usage and key lines of the nodes it copies (before, only
+    the tables did, and the fork's JSONL export dropped them), and an import of that export
+    gives them back."""
+    first, second, third = store.append_keyed(
+        "s",
+        [turn("user", "a"), turn("assistant", "b"), turn("user", "c")],
+        ["k1", "k2", "k3"],
+        usage=[None, cost(50), cost(70)],
+    )
+    store.append("s", turn("assistant", "d"), usage=cost(90))
+    store.fork_session("s", second.id, "f")
+    store.export_session("f", tmp_path / "f.jsonl")
+    text = (tmp_path / "f.jsonl").read_text(encoding="utf-8")
+    lines = [line for line in text.splitlines() if '"type":"key"' in line or '"usage"' in line]
+    assert len(lines) == 3  # first's key; second's key and usage
+    assert all(first.id in line or second.id in line for line in lines)
+    assert third.id not in text
+    store.delete_session("f")
+    store.import_jsonl(tmp_path / "f.jsonl", session_id="f")
+    assert store.append_keyed("f", [turn("user", "a")], ["k1"]) == []  # its key came back
+    store.export_session("f", tmp_path / "again.jsonl")
+    assert (tmp_path / "again.jsonl").read_text(encoding="utf-8") == text

@@ -12,10 +12,20 @@ from memstore.jsonl import Record
 from memstore.usage import USAGE_RECORD, NodeUsage, usage_from_record, usage_record
 from memstore.writer_keys import KEY_RECORD, key_from_record, key_record
 
-__all__ = ["NodeLine", "node_line"]
+__all__ = ["NODE_LINE_TYPES", "NodeLine", "node_line", "node_line_opening"]
+
+NODE_LINE_TYPES = (USAGE_RECORD, KEY_RECORD)
+"""The record types of the lines that give a node what is kept beside it."""
 
 _USAGE_START = f'{{"type":"{USAGE_RECORD}"'
 _KEY_START = f'{{"type":"{KEY_RECORD}"'
+
+
+def node_line_opening(kind: str, node_id: str | None = None) -> str:
+    """How a line of type `kind` (one of `NODE_LINE_TYPES`) for node `node_id` begins, as
+    written (None: for any node)."""
+    opening = f'{{"type":"{kind}","node":'
+    return opening if node_id is None else opening + jsjson.dumps(node_id)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Table, bindparam, insert, literal, select, update
+from sqlalchemy import Table, bindparam, insert, literal, or_, select, update
 
 from memstore import jsjson
 from memstore.errors import (
@@ -21,6 +21,7 @@ from memstore.errors import (
     UnknownSessionError,
 )
 from memstore.store.copying import BulkRows
+from memstore.store.node_lines import NODE_LINE_TYPES, node_line_opening
 from memstore.store.plans import one_call
 from memstore.store.plans.contract import UNSET, Plan, Step, Unset, now_ms
 from memstore.store.plans.nodes import (
@@ -43,6 +44,7 @@ from memstore.store.tables import (
     node_keys,
     node_usage,
     nodes,
+    of_tenant,
     records,
     sessions,
 )
@@ -379,7 +381,8 @@ def fork_session(
 
     The new session's records are those the original writer would have written for appending
     the path's nodes one by one; the copied nodes keep their usage (`node_usage`) and their
-    writers' keys (`node_keys`). Returns the new session's head.
+    writers' keys (`node_keys`), and the usage and key lines of the source's log that carry them
+    to an export. Returns the new session's head.
     """
     validate_session_id(new_id)
     meta = None if metadata is None else _metadata_object(new_id, metadata)
@@ -395,9 +398,34 @@ def fork_session(
     if path:
         yield from insert_nodes(backend, new_id, path)
         yield append_records(new_id, path)
+        yield from _copy_node_lines(source_id, new_id, {node.id for node in path})
         yield _copy_rows(node_usage, source_id, new_id)
         yield _copy_rows(node_keys, source_id, new_id)
     return new_head
+
+
+def _copy_node_lines(source_id: str, new_id: str, kept: set[str]) -> Plan[None]:
+    """Copy the source's usage and key lines (`memstore.store.node_lines`) of the nodes `kept`
+    into the new session's log, in their order, so that its export carries them too."""
+    openings = [node_line_opening(kind) for kind in NODE_LINE_TYPES]
+    found = yield (
+        select(records.c.raw)
+        .where(
+            of_tenant(records),
+            records.c.session_id == source_id,
+            records.c.kind == "other",
+            records.c.node_id.is_(None),
+            or_(*(records.c.raw.startswith(opening, autoescape=True) for opening in openings)),
+        )
+        .order_by(records.c.pk)
+    )
+    lines = [
+        {"session_id": new_id, "kind": "other", "node_id": None, "raw": raw}
+        for raw in found.scalars()
+        if jsjson.loads(raw).get("node") in kept
+    ]
+    if lines:
+        yield INSERT_RECORDS, lines
 
 
 def _metadata_object(session_id: str, metadata: Mapping[str, Any]) -> dict[str, Any]:

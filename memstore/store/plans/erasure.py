@@ -42,6 +42,7 @@ from sqlalchemy import (
 
 from memstore import jsjson
 from memstore.errors import InvalidArgumentError, UnknownNodeError, UnknownSessionError
+from memstore.store.node_lines import NODE_LINE_TYPES, node_line_opening
 from memstore.store.plans.appends import INSERT_BLOCKS
 from memstore.store.plans.contract import Plan
 from memstore.store.plans.nodes import lookup_id
@@ -60,8 +61,6 @@ from memstore.store.tables import (
     stored_on,
 )
 from memstore.tombstones import ERASED_TEXT, tombstone
-from memstore.usage import USAGE_RECORD
-from memstore.writer_keys import KEY_RECORD
 
 __all__ = ["ERASED_TEXT", "ErasureReport", "ErasureTarget", "erase", "tombstone"]
 
@@ -312,13 +311,8 @@ def _tombstone_rows(
 
 
 def _node_lines_of(ids: Sequence[str]) -> ColumnElement[bool]:
-    """The log's usage and key lines (`memstore.store.node_lines`) of the nodes `ids`: `other`
-    records that open with their type and node id, as those lines are written."""
-    openings = [
-        f'{{"type":"{kind}","node":{jsjson.dumps(node_id)}'
-        for kind in (USAGE_RECORD, KEY_RECORD)
-        for node_id in ids
-    ]
+    """The log's usage and key lines (`memstore.store.node_lines`) of the nodes `ids`."""
+    openings = [node_line_opening(kind, node_id) for kind in NODE_LINE_TYPES for node_id in ids]
     return and_(
         records.c.kind == "other",
         records.c.node_id.is_(None),
