@@ -27,7 +27,6 @@ from memstore.store.plans.appends import (
     append_records,
     append_turns,
     chain_nodes,
-    fork_session,
     insert_nodes,
     insert_rows,
     parse_usages,
@@ -46,6 +45,7 @@ from memstore.store.plans.contract import (
     as_call,
     now_ms,
 )
+from memstore.store.plans.forks import fork_session
 from memstore.store.plans.metadata import (
     MetadataMerges,
     StoredMetadata,
