@@ -67,6 +67,7 @@ from memstore.store.tables import (
     nodes_fts,
     nodes_fts_backlog,
     nodes_fts_chars,
+    of_tenant,
     of_visible_session,
     sessions,
 )
@@ -415,7 +416,8 @@ def _with_long_snippets(hits: list[SearchHit], terms: list[str]) -> Plan[list[Se
     done: list[SearchHit] = []
     for hit in hits:
         if hit.snippet is None:
-            where = (nodes.c.session_id == hit.session_id) & (nodes.c.id == hit.node_id)
+            where = of_tenant(nodes) & (nodes.c.session_id == hit.session_id)
+            where &= nodes.c.id == hit.node_id
             column = cast(node_search.c.search_text, LargeBinary)  # derived (migration 0016)
             lookup = select(column).join_from(nodes, node_search, node_search.c.pk == nodes.c.pk)
             (found,) = yield lookup.where(where)
@@ -429,6 +431,8 @@ def _with_agents(hits: list[SearchHit]) -> Plan[list[SearchHit]]:
     if not hits:
         return hits
     ids = sorted({hit.session_id for hit in hits})
-    rows = yield select(sessions.c.id, sessions.c.meta).where(sessions.c.id.in_(ids))
+    rows = yield select(sessions.c.id, sessions.c.meta).where(
+        of_tenant(sessions), sessions.c.id.in_(ids)
+    )
     agents = {row.id: agent_of(row.meta) for row in rows}
     return [dataclasses.replace(hit, agent=agents[hit.session_id]) for hit in hits]

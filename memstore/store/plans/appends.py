@@ -43,6 +43,7 @@ from memstore.store.tables import (
     node_keys,
     node_usage,
     nodes,
+    of_tenant,
     records,
     sessions,
 )
@@ -84,7 +85,7 @@ INSERT_BLOCKS = Prepared.insert(node_blocks, [c.name for c in node_blocks.column
 INSERT_RECORDS = Prepared.insert(records, [c.name for c in records.columns if c.name != "pk"])
 _MOVE_HEAD = Prepared(
     update(sessions)
-    .where(sessions.c.id == bindparam("session_id"))
+    .where(of_tenant(sessions), sessions.c.id == bindparam("session_id"))
     .values(head=bindparam("new_head"), updated_at=bindparam("now"))
 )
 
@@ -174,7 +175,7 @@ def upsert_usage(backend: Backend, rows: Sequence[Mapping[str, Any]]) -> Plan[No
     if rows:
         upsert = backend.insert(node_usage).values(tenant=TENANT)
         columns = {name: upsert.excluded[name] for name in NodeUsage.__dataclass_fields__}
-        keys = [node_usage.c.session_id, node_usage.c.node_id]
+        keys = [node_usage.c.tenant, node_usage.c.session_id, node_usage.c.node_id]
         yield upsert.on_conflict_do_update(index_elements=keys, set_=columns), list(rows)
 
 
@@ -400,12 +401,12 @@ def _metadata_object(session_id: str, metadata: Mapping[str, Any]) -> dict[str, 
 def _copy_rows(table: Table, source_id: str, new_id: str) -> Any:
     """One INSERT ... SELECT that copies the source's rows of `table` (keyed by session and
     node) for the nodes the new session holds: no list of ids is bound, however long the path."""
-    copied = select(nodes.c.id).where(nodes.c.session_id == new_id)
+    copied = select(nodes.c.id).where(of_tenant(nodes), nodes.c.session_id == new_id)
     names = [column.name for column in table.columns]
     rows = select(
         *(
             literal(new_id, column.type).label(name) if name == "session_id" else column
             for name, column in zip(names, table.columns, strict=True)
         )
-    ).where(table.c.session_id == source_id, table.c.node_id.in_(copied))
+    ).where(of_tenant(table), table.c.session_id == source_id, table.c.node_id.in_(copied))
     return insert(table).from_select(names, rows)

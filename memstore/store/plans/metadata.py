@@ -14,7 +14,7 @@ from memstore.store.plans.appends import append_turns
 from memstore.store.plans.contract import UNSET, Plan, Unset, now_ms
 from memstore.store.plans.sessions import ensure_session, refuse_taken_id
 from memstore.store.policy import Backend
-from memstore.store.tables import NOT_IMPORTING, sessions
+from memstore.store.tables import NOT_IMPORTING, of_tenant, sessions
 from memstore.types import SessionNode, TurnLike, validate_session_id
 
 MetadataMerges = Mapping[str, Mapping[str, Any]]
@@ -81,7 +81,7 @@ def _append_merging(
     if exists is False:
         yield from refuse_taken_id(session_id)
     elif exists:
-        found = yield select(sessions.c.id).where(sessions.c.id == session_id)
+        found = yield select(sessions.c.id).where(of_tenant(sessions), sessions.c.id == session_id)
         if found.first() is None:
             raise UnknownSessionError(f"no session {session_id!r}")
     now = now_ms()
@@ -92,14 +92,18 @@ def _append_merging(
             raise HeadMovedError(session_id, cast(str | None, expected_head), head)
         if merged_id not in merges:
             continue
-        found = yield select(sessions.c.meta).where(sessions.c.id == merged_id)
+        found = yield select(sessions.c.meta).where(of_tenant(sessions), sessions.c.id == merged_id)
         metadata = dict(found.scalar_one_or_none() or {})
         for key, value in merges[merged_id].items():
             old = metadata.get(key)
             if isinstance(value, Mapping):
                 value = {**(old if isinstance(old, Mapping) else {}), **value}
             metadata[key] = value
-        yield update(sessions).where(sessions.c.id == merged_id).values(meta=metadata)
+        yield (
+            update(sessions)
+            .where(of_tenant(sessions), sessions.c.id == merged_id)
+            .values(meta=metadata)
+        )
     if not turns:
         return []
     return (yield from append_turns(backend, session_id, turns, expected_head))
