@@ -34,18 +34,8 @@ down_revision: str | None = "0028"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-# Parents first: a table's foreign keys name tables made before it.
-TABLES = (
-    "sessions",
-    "expiry_defaults",
-    "session_tags",
-    "nodes",
-    "node_blocks",
-    "records",
-    "node_usage",
-    "node_keys",
-    "erasures",
-)
+# Parents first (revision 0028's order): a table's foreign keys name tables made before it.
+TABLES: tuple[str, ...] = revision_module("0028").TABLES
 ROW_NUMBERED = ("nodes", "records", "erasures")  # their primary keys stay the row number
 UNKEYED_INDEXES = ("ix_sessions_importing", "ix_sessions_expires_at")  # sets across tenants
 FILTERED_VIEWS = ("blocks", "turns", "tool_calls", "session_stats", "session_sources")
