@@ -294,7 +294,7 @@ def of_visible_session(session_id: ColumnElement[str]) -> ColumnElement[bool]:
 
 IN_STORED_ORDER = nodes.c.pk > literal_column("0")
 """The condition (always true) that lets a query read a session's nodes in the order stored,
-through the partial index `ix_nodes_session_id_pk`: add it to such queries."""
+through the partial index `ix_nodes_tenant_session_id_pk`: add it to such queries."""
 
 node_blocks = Table(
     "node_blocks",
