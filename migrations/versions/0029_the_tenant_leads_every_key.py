@@ -115,6 +115,14 @@ def _tenant_view(view: str) -> str:
         view,
     )
     view = re.sub(r"(AS\s+SELECT\s+)(\w+\.)?", _tenant_first, view, count=1)
+    # A tool call's node, and its result's, are joined on a tenant PostgreSQL cannot equate
+    # with the other blocks' (`coalesce`): where a query filters on the result, the planner
+    # could otherwise join results to call nodes by (tenant, session) alone, before it knows
+    # the call, and read a session's nodes per result (minutes, on tables never analyzed).
+    for node, block in (("cn", "c"), ("rn", "r")):
+        view = view.replace(
+            f"{node}.tenant = {block}.tenant", f"{node}.tenant = coalesce({block}.tenant, '')"
+        )
     return view.replace(
         f"u.{OLD_VISIBLE}", VISIBLE.replace("tenant, session_id", "u.tenant, u.session_id", 1)
     )
