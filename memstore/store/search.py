@@ -202,20 +202,24 @@ def _postgres_phrase_matches(
         tsquery = tsquery.op("&&")(phrase)
     vector = nodes.c.search_chars_vector  # NULL for turns without such characters
     rank: ColumnElement[Any] = func.ts_rank(vector, tsquery)
-    statement = select(nodes.c.pk).where(vector.is_not(None), vector.op("@@")(tsquery))
+    indexed = vector.is_not(None) & vector.op("@@")(tsquery)
     if words:
         word_query = _pg_words_query(words)
         word_vector = nodes.c.search_vector
-        statement = statement.where(word_vector.op("@@")(word_query))
+        indexed = indexed & word_vector.op("@@")(word_query)
         rank = rank + func.ts_rank(word_vector, word_query)
-    oversized = _pg_oversized_matches(words + unspaced, chars=True)
-    statement = statement.where(of_visible_session(nodes.c.session_id))
-    oversized = oversized.where(of_visible_session(nodes.c.session_id))
+    oversized = _pg_oversized_matches(words + unspaced, chars=True).with_only_columns(nodes.c.pk)
+    # The tenant's and the session's conditions outside the union of matches, as
+    # `_postgres_search` has them: beside the indexed match, the planner may read the tenant's
+    # part of a key instead of the search indexes. A turn only the oversized match finds ranks 0.
+    found = select(nodes.c.pk).where(indexed).union(oversized)
+    ranked = case((indexed, rank), else_=literal(0.0))
+    statement = select(nodes.c.pk, ranked.label("rank")).where(
+        nodes.c.pk.in_(found), of_visible_session(nodes.c.session_id)
+    )
     if session_id is not None:
         statement = statement.where(nodes.c.session_id == session_id)
-        oversized = oversized.where(nodes.c.session_id == session_id)
-    matches = union_all(statement.add_columns(rank.label("rank")), oversized).subquery()
-    return select(matches.c.pk, func.max(matches.c.rank).label("rank")).group_by(matches.c.pk)
+    return statement
 
 
 def _phrase_search(
