@@ -32,6 +32,8 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from scratch_schemas import scratch_schema
+
 from memstore import SessionStore, jsjson
 from memstore.hashing import hash_node_text
 from memstore.jsonl import head_line, node_line
@@ -166,7 +168,6 @@ def floor_schema(source: Path, tables: Tables, database: Path) -> None:
     connection.close()
 
 
-PG_SCHEMA = "memstore_bench_transfer"
 PG_TABLES = ("sessions", "nodes", "node_blocks", "records")
 PgTables = dict[str, tuple[list[str], bytes]]
 
@@ -215,11 +216,7 @@ def pg_rounds(server: str, source: Path, rounds: int) -> dict[str, float]:
     import psycopg
 
     best: dict[str, float] = {}
-    url = f"{server}{'&' if '?' in server else '?'}options=-csearch_path%3D{PG_SCHEMA}"
-    with psycopg.connect(server, autocommit=True) as connection:
-        connection.execute(f"DROP SCHEMA IF EXISTS {PG_SCHEMA} CASCADE")
-        connection.execute(f"CREATE SCHEMA {PG_SCHEMA}")
-    with SessionStore(url) as store:
+    with scratch_schema(server) as url, SessionStore(url) as store:
         store.import_jsonl(source)
         tables = pg_written_rows(url, "bench")
 
@@ -236,8 +233,6 @@ def pg_rounds(server: str, source: Path, rounds: int) -> dict[str, float]:
             best["pg floor"] = min(best.get("pg floor", seconds), seconds)
         store.export_jsonl("bench", source.with_suffix(".pg.jsonl"))  # the floor's rows
         assert source.with_suffix(".pg.jsonl").read_bytes() == source.read_bytes()
-    with psycopg.connect(server, autocommit=True) as connection:
-        connection.execute(f"DROP SCHEMA {PG_SCHEMA} CASCADE")
     return best
 
 

@@ -126,13 +126,16 @@ def memstore_side(target: Target) -> tuple[Append, Callable[[], None]]:
 
 
 def _on_a_loop(make: Callable[[], Any]) -> tuple[Append, Callable[[], None]]:
-    """An SDK session (async) driven from a loop of the worker's own, one per session id."""
+    """An SDK session (async) driven from a loop of the worker's own, one per session id. The
+    SDK is imported here, before the writers start together (in the first append, its second
+    of import in each process counted as the side's time)."""
     runner = asyncio.Runner()
     sessions: dict[str, Any] = {}
+    opened = make()
 
     def append(session: str, turn: str) -> None:
         if session not in sessions:
-            sessions[session] = make()(session)
+            sessions[session] = opened(session)
         item = {"role": "user", "content": turn}
         runner.run(sessions[session].add_items([item]))
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
 
@@ -210,3 +211,26 @@ def test_memstore_sessions_shows_the_title_set_through_the_sdk(sqlite_url: str) 
     assert result.exit_code == 0, result.output
     (listed,) = json.loads(result.stdout)
     assert listed["title"] == "Release notes"
+
+
+@pytest.mark.parametrize("flavour", ["sync", "async"])
+def test_a_transcript_exported_and_imported_again_still_deduplicates_by_uuid(
+    flavour: str, database_url: str, tmp_path: Path
+) -> None:
+    """The entries' uuids (the nodes' keys) travel in the JSONL export: a transcript imported
+    again takes only the entries it does not hold."""
+    entries = [_entry(f"u{n}", "user", f"message {n}") for n in range(3)]
+    later = _entry("u3", "user", "message 3")
+
+    async def body(store: Any) -> None:
+        adapter = MemstoreSessionStore(store)
+        await adapter.append(_KEY, entries)
+        session_id = memstore_session_id(_KEY)
+        exported = tmp_path / "transcript.jsonl"
+        await maybe(store.export_jsonl(session_id, exported))
+        assert await maybe(store.delete_session(session_id))
+        await maybe(store.import_jsonl(exported, session_id=session_id))
+        await adapter.append(_KEY, [*entries, later])
+        assert await adapter.load(_KEY) == [*entries, later]
+
+    run_on_store(flavour, database_url, body)

@@ -3,12 +3,14 @@ transaction; `revise` sets the session's title, tags and metadata in the same tr
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from memstore import InvalidArgumentError, SessionStore, Turn
+from memstore import InvalidArgumentError, JsonlError, SessionStore, Turn, parse_turn
 
 
 def _turn(text: str) -> dict[str, Any]:
@@ -57,3 +59,36 @@ def test_bad_keys_are_refused_naming_the_session_and_nothing_is_written(
     with pytest.raises(InvalidArgumentError, match="a turn's key"):
         store.append_keyed("s", [_turn("a")], [""])
     assert store.load_path("s") == []
+
+
+def test_keys_travel_through_export_and_import_so_an_import_still_deduplicates(
+    store: SessionStore, tmp_path: Path
+) -> None:
+    """A node's key is a line of its own in the JSONL export, after the node; imported (under
+    any session id), the keys are held again, and the file exports back byte for byte."""
+    first = store.append_keyed("s", [_turn("a"), _turn("b")], ["a", "b"])
+    store.append("s", _turn("unkeyed"))
+    exported = tmp_path / "s.jsonl"
+    store.export_jsonl("s", exported)
+    records = [json.loads(line) for line in exported.read_text(encoding="utf-8").splitlines()]
+    keyed = [(record["node"], record["key"]) for record in records if record["type"] == "key"]
+    assert keyed == [(first[0].id, "a"), (first[1].id, "b")]
+    store.import_jsonl(exported, session_id="copy")
+    again = tmp_path / "copy.jsonl"
+    store.export_jsonl("copy", again)
+    assert again.read_bytes() == exported.read_bytes()
+    assert store.append_keyed("copy", [_turn("a"), _turn("c")], ["a", "c"])[0].turn == parse_turn(
+        _turn("c")
+    )
+    assert _texts(store, "copy") == ["a", "b", "unkeyed", "c"]
+
+
+def test_a_key_line_naming_no_earlier_node_is_refused(store: SessionStore, tmp_path: Path) -> None:
+    store.append_keyed("s", [_turn("a")], ["a"])
+    exported = tmp_path / "s.jsonl"
+    store.export_jsonl("s", exported)
+    stray = json.dumps({"type": "key", "node": "f" * 8, "key": "x"}, separators=(",", ":"))
+    exported.write_text(exported.read_text(encoding="utf-8") + stray + "\n", encoding="utf-8")
+    with pytest.raises(JsonlError, match="key names node 'ffffffff', which no earlier line"):
+        store.import_jsonl(exported, session_id="copy")
+    assert store.load_path("copy") == []

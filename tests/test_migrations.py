@@ -366,7 +366,7 @@ def test_0016_stores_a_turn_once_and_keeps_every_view_row(sqlite_url: str) -> No
         assert [text for *_, text in copies] == [
             search_text(json.loads(str(turn_json))) for _, _, turn_json, _ in copies
         ]
-        # the head's views give each row's tenant first (migration 0029), the default one here
+        # the head's views give each row's tenant first (migration 0030), the default one here
         assert {row[0] for row in views[0]} == {""}
         assert _sqlite_rows(sqlite_url, VIEW_QUERIES[0]) == [row[1:] for row in views[0]]
         check_fts(sqlite_url)
@@ -514,7 +514,7 @@ def test_0027_indexes_the_columns_deletes_and_usage_totals_look_up_and_keeps_row
         store.upgrade_schema("0027")
         for table, (name, columns) in INDEXES_0027.items():
             assert _indexes(database_url, table)[name] == columns
-        store.upgrade_schema()  # the same indexes, the tenant first (migration 0029)
+        store.upgrade_schema()  # the same indexes, the tenant first (migration 0030)
         for table, (name, columns) in INDEXES_0027.items():
             keyed = name.replace(f"ix_{table}_", f"ix_{table}_tenant_")
             assert _indexes(database_url, table)[keyed] == ["tenant", *columns]
@@ -573,5 +573,39 @@ def test_0028_puts_every_row_on_the_default_tenant_and_refuses_to_drop_another_t
         store.upgrade_schema()
         assert _rows(database_url, of_default) == before
         assert [(row.key, row.nodes) for row in store.usage_stats("model")] == [("m", 1)]
+    finally:
+        store.close()
+
+
+FULL_TEXT_INDEXES = ("ix_nodes_search", "ix_nodes_search_chars")
+
+
+def _index_options(url: str) -> dict[str, object]:
+    """The storage options of PostgreSQL's full-text indexes, by index."""
+    names = ", ".join(f"'{name}'" for name in FULL_TEXT_INDEXES)
+    sql = (
+        "SELECT relname, reloptions FROM pg_class WHERE relname IN "
+        f"({names}) AND relnamespace = current_schema()::regnamespace"
+    )
+    return dict(_rows(url, sql))  # type: ignore[arg-type]
+
+
+def test_0029_full_text_indexes_take_words_without_pending_lists(postgres_url: str) -> None:
+    store = SessionStore(postgres_url, auto_migrate=False)
+    try:
+        store.upgrade_schema("0028")
+        turn = {"role": "user", "blocks": [{"kind": "text", "text": "a quokka 東京"}]}
+        store.append("s", turn)
+        assert _index_options(postgres_url) == dict.fromkeys(FULL_TEXT_INDEXES)
+        store.upgrade_schema("0029")
+        off = {index: ["fastupdate=off"] for index in FULL_TEXT_INDEXES}
+        assert _index_options(postgres_url) == off
+        store.append("s", {"role": "user", "blocks": [{"kind": "text", "text": "quokka 東京 too"}]})
+        assert len(store.search("quokka")) == len(store.search("東京")) == 2
+        store.downgrade_schema("0028")
+        assert _index_options(postgres_url) == dict.fromkeys(FULL_TEXT_INDEXES)
+        assert len(store.search("quokka")) == 2
+        store.upgrade_schema()
+        assert _index_options(postgres_url) == off
     finally:
         store.close()

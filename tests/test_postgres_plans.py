@@ -320,3 +320,31 @@ def test_imports_after_small_ones_check_their_keys_by_index(
     checks = [seen for seen in plans.seen if "FOR KEY SHARE" in seen["Query Text"]]
     assert checks
     assert lookup_problems(checks) == []
+
+
+@pytest.mark.parametrize("analyzed", [False, True], ids=["never-analyzed", "analyzed"])
+def test_a_search_reads_only_the_turns_its_indexes_list(
+    plans: Plans, tmp_path: Path, analyzed: bool
+) -> None:
+    """A search for a word few turns hold reads the turns its indexes list (the full-text
+    index, and the partial index of turns longer than it holds), in one process: no scan of
+    every turn, and no parallel workers, which the planner plans when it expects many turns
+    longer than the index holds (it has no statistics of their lengths) and whose start costs
+    more than the search (parallel plans made cheap here, so it would choose them)."""
+    nodes = chain("s", SIZE)
+    plans.store.import_jsonl(write_jsonl(tmp_path / "s.jsonl", nodes))
+    if analyzed:
+        plans.analyze()
+    for setting in ("parallel_setup_cost", "parallel_tuple_cost", "min_parallel_table_scan_size"):
+        plans._set(setting, 0)
+    with plans.recording():
+        hits = plans.store.search("1234")
+    searches = [seen for seen in plans.seen if "ts_rank" in seen["Query Text"]]
+
+    assert [hit.node_id for hit in hits] == [nodes[1234].id]
+    assert len(searches) == 1
+    read = [
+        (node["Node Type"], node.get("Relation Name")) for node in plan_nodes(searches[0]["Plan"])
+    ]
+    assert ("Seq Scan", "nodes") not in read
+    assert not [kind for kind, _ in read if kind.startswith("Gather")]

@@ -4,6 +4,7 @@ runs on every turn before it is hashed, on every way in."""
 
 from __future__ import annotations
 
+import json
 import string
 import uuid
 from collections.abc import Callable
@@ -345,6 +346,29 @@ def test_a_jsonl_import_stores_redacted_lines_under_the_redacted_ids_and_counts_
     clean = tmp_path / "clean.jsonl"
     reference.export_jsonl("ref", clean)
     assert open_store(redact=secrets()).import_jsonl(clean).redacted == 0
+
+
+def test_a_redacted_import_moves_the_writers_keys_to_the_redacted_ids(
+    open_store: Callable[..., SessionStore], tmp_path: Path
+) -> None:
+    """A key line follows its node to the id the redaction gives it (as usage lines do), so the
+    imported session still holds every key: the same keyed append adds nothing."""
+    turns = [_plain("hello"), _SECRET_TURN, _plain("after")]
+    source = open_store()
+    source.append_keyed("s", turns, ["k1", "k2", "k3"])
+    original = tmp_path / "s.jsonl"
+    source.export_jsonl("s", original)
+
+    store = open_store(redact=secrets())
+    assert store.import_jsonl(original, session_id="r").redacted == 1
+    assert store.append_keyed("r", turns, ["k1", "k2", "k3"]) == []
+    ids = {node.id for node in store.load_session("r").all()}
+    exported = tmp_path / "r.jsonl"
+    store.export_jsonl("r", exported)
+    records = [json.loads(line) for line in exported.read_text(encoding="utf-8").splitlines()]
+    assert {record["node"] for record in records if record["type"] == "key"} == ids
+    before = {node.id for node in source.load_session("s").all()}
+    assert len(ids - before) == 2  # the secret's node and the one after it: new ids
 
 
 def test_a_claude_code_import_redacts_the_entries_lines_and_keeps_the_others(

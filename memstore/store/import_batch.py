@@ -19,12 +19,13 @@ from sqlalchemy import case, literal, text
 from memstore.errors import MemstoreError
 from memstore.jsonl import Record
 from memstore.store.copying import BulkRows
+from memstore.store.node_lines import NodeLine
 from memstore.store.plans import INSERT_RECORDS, Plan, insert_rows
 from memstore.store.plans.appends import upsert_usage
+from memstore.store.plans.keyed import insert_keys
 from memstore.store.policy import Backend
 from memstore.store.rows import stored_rows
 from memstore.store.tables import sessions
-from memstore.usage import NodeUsage
 
 __all__ = [
     "BATCH_ROWS",
@@ -106,6 +107,7 @@ class ImportBatch:
         self.blocks: list[Iterable[dict[str, Any]]] = []  # each node's rows, built as inserted
         self.records: list[dict[str, Any]] = []
         self.usage: list[dict[str, Any]] = []  # `node_usage` rows, from usage lines
+        self.keys: list[dict[str, Any]] = []  # `node_keys` rows, from key lines
         self.node_ids: set[str] = set()
         self.earliest: int | None = None  # the times of every node added, across flushes
         self.latest: int | None = None
@@ -152,9 +154,13 @@ class ImportBatch:
         self.earliest = time if self.earliest is None else min(self.earliest, time)
         self.latest = time if self.latest is None else max(self.latest, time)
 
-    def add_usage(self, node_id: str, usage: NodeUsage) -> None:
-        """Queue the usage a usage line gives a node (of the session, or of this batch)."""
-        self.usage.append({"session_id": self.session_id, "node_id": node_id, **usage.row()})
+    def add_node_line(self, line: NodeLine) -> None:
+        """Queue what a usage or key line gives a node (of the session, or of this batch)."""
+        row = {"session_id": self.session_id, "node_id": line.node}
+        if line.usage is not None:
+            self.usage.append({**row, **line.usage.row()})
+        else:
+            self.keys.append({**row, "key": line.key})
 
     def session_times(self) -> dict[str, Any]:
         """The session row's new times, from the nodes added rather than the clock: created at
@@ -177,4 +183,7 @@ class ImportBatch:
         if self.usage:
             yield from upsert_usage(self.backend, self.usage)
             self.usage = []
+        if self.keys:
+            yield from insert_keys(self.backend, self.keys)
+            self.keys = []
         self.node_ids = set()

@@ -3,8 +3,8 @@ keeps them once its redactor has run on every turn.
 
 A legacy JSONL node whose turn the redactor changed is stored as the line the original
 JavaScript writer would write for the redacted turn, under the redacted turn's content address;
-the nodes under it (their parent changed), the head lines and usage lines naming them follow the
-new ids. Every other line is kept byte for byte. A pi or Claude Code entry the redactor changed
+the nodes under it (their parent changed), the head, usage and key lines naming them follow the new
+ids. Every other line is kept byte for byte. A pi or Claude Code entry the redactor changed
 keeps its id; its line is the entry with its strings redacted, written as `JSON.stringify` would
 (which needs a redactor that reads lines: `secrets()` does).
 """
@@ -20,12 +20,10 @@ from memstore.errors import JsonlError, MemstoreError
 from memstore.hashing import hash_node
 from memstore.jsonl import Record, verify_node_id
 from memstore.redact import Redactor, SecretRedactor, apply_redactor
+from memstore.store.node_lines import node_line
 from memstore.types import Turn
-from memstore.usage import USAGE_RECORD, usage_from_record, usage_record
 
 __all__ = ["ImportRedaction"]
-
-_USAGE_START = f'{{"type":"{USAGE_RECORD}"'
 
 
 class ImportRedaction:
@@ -50,13 +48,13 @@ class ImportRedaction:
         if record.kind == "head" and record.node_id in self.ids:
             return record._replace(raw=None, node_id=self.ids[record.node_id])
         raw = record.raw
-        if self.ids and record.kind == "other" and raw is not None and raw.startswith(_USAGE_START):
+        if self.ids and raw is not None:
             try:
-                found = usage_from_record(jsjson.loads(raw))
+                found = node_line(record)
             except MemstoreError:
-                return record  # refused, naming the line, where the import reads usage lines
-            if found is not None and found[0] in self.ids:
-                line = usage_record(self.ids[found[0]], found[1])
+                return record  # refused, naming the line, where the import reads node lines
+            if found is not None and found.node in self.ids:
+                line = found.text(self.ids[found.node])
                 return record._replace(raw=line + ("\n" if raw.endswith("\n") else ""))
         return record
 

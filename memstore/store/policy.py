@@ -71,6 +71,11 @@ class Backend:
     """Statements an import's transaction starts with. PostgreSQL: custom plans, since plans
     cached while the tables were small (say, empty and never analyzed) would keep checking
     foreign keys by sequential scan as the import grows them."""
+    search_setup: tuple[str, ...]
+    """Statements a search's transaction starts with. PostgreSQL: no parallel workers, whose
+    start costs more than a search that reads a few index pages: without statistics on the
+    length of the search text, the planner expects a third of the turns longer than the index
+    holds, and plans workers to read them (there are none, or nearly)."""
     statement_timeout: bool
     """A time limit is the server's `statement_timeout`; else a progress handler (SQLite)."""
     server_side_cursors: bool
@@ -137,6 +142,7 @@ SQLITE = Backend(
     imports_commit_as_they_go=True,
     cost_based_planner=False,
     import_setup=(),
+    search_setup=(),
     statement_timeout=False,
     server_side_cursors=False,
     advisory_locks=False,
@@ -163,6 +169,7 @@ POSTGRESQL = Backend(
     imports_commit_as_they_go=False,
     cost_based_planner=True,
     import_setup=("SET LOCAL plan_cache_mode = force_custom_plan",),
+    search_setup=("SET LOCAL max_parallel_workers_per_gather = 0",),
     statement_timeout=True,
     server_side_cursors=True,
     advisory_locks=True,

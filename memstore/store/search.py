@@ -187,10 +187,15 @@ def _pg_oversized_matches(words: list[str], *, chars: bool) -> Select[Any]:
     """The turns longer than the index holds (rare: a partial index lists them, and only their
     text is folded in SQL here) whose search text holds every word (any case,
     any accents)."""
+    rank = literal(0.0).label("rank")
+    return select(nodes.c.pk, rank).where(_pg_oversized_holding(words, chars=chars))
+
+
+def _pg_oversized_holding(words: list[str], *, chars: bool) -> ColumnElement[bool]:
+    """Whether a turn is longer than the index holds and its search text holds every word."""
     folded = func.lower(getattr(func, SQL_FOLD)(nodes.c.search_text))
     holds = [func.strpos(folded, func.lower(literal(sql_fold(word)))) > 0 for word in words]
-    oversized = _pg_oversized(chars=chars)
-    return select(nodes.c.pk, literal(0.0).label("rank")).where(oversized, and_(*holds))
+    return and_(_pg_oversized(chars=chars), *holds)
 
 
 def _postgres_phrase_matches(
@@ -288,10 +293,10 @@ def _postgres_search(words: list[str], session_id: str | None, limit: int) -> Se
     text, for the snippet made in Python."""
     tsquery = _pg_words_query(words)
     vector = nodes.c.search_vector
-    indexed = select(nodes.c.pk).where(vector.op("@@")(tsquery))
-    oversized = _pg_oversized_matches(words, chars=False).with_only_columns(nodes.c.pk)
+    # One scan of the two indexes (a BitmapOr), so the planner reads only the turns they list.
+    found = or_(vector.op("@@")(tsquery), _pg_oversized_holding(words, chars=False))
     matches = select(nodes.c.pk, func.ts_rank(vector, tsquery).label("rank")).where(
-        nodes.c.pk.in_(indexed.union(oversized)), of_visible_session(nodes.c.session_id)
+        found, of_visible_session(nodes.c.session_id)
     )
     if session_id is not None:
         matches = matches.where(nodes.c.session_id == session_id)
@@ -337,6 +342,8 @@ def _search(
         return []
     words, unspaced = _split_query(query)
     backlog = (yield from _backlog_texts()) if backend.search_backlog else {}
+    for setting in backend.search_setup:
+        yield text(setting)
     if unspaced or not backend.writes_text_index:
         if unspaced:
             rows = yield _phrase_search(backend, words, unspaced, session_id, limit, backlog)

@@ -165,7 +165,7 @@ TENANT = bindparam(TENANT_KEY, type_=String(64))
 
 def tenant_column(*, primary_key: bool = True) -> Column[str]:
     """The column that says whose a row is (migration 0028): every table has it, first in its
-    keys (migration 0029), so that two tenants may hold the same session and node ids."""
+    keys (migration 0030), so that two tenants may hold the same session and node ids."""
     return Column(
         "tenant",
         String(64),

@@ -6,7 +6,7 @@ values) and never its value: `scoped` adds the value to each statement's paramet
 drives the plan, so that a plan cannot pick another store's tenant, and a plan's author does
 not thread it through.
 
-The keys of every table lead with the tenant (migration 0029), so that a tenant's statements
+The keys of every table lead with the tenant (migration 0030), so that a tenant's statements
 read its part of each index, and two tenants may hold the same session ids and node ids.
 """
 

@@ -18,7 +18,6 @@ from typing import BinaryIO
 
 from sqlalchemy import update
 
-from memstore import jsjson
 from memstore.errors import InvalidArgumentError, JsonlError, MemstoreError
 from memstore.jsonl import ReadOutcome, Record, read_records, session_files, verify_node_id
 from memstore.redact import Redactor
@@ -33,6 +32,7 @@ from memstore.store.import_batch import (
     start_import,
 )
 from memstore.store.import_redaction import ImportRedaction
+from memstore.store.node_lines import NodeLine, node_line
 from memstore.store.owners import ImportOwner, release
 from memstore.store.plans import (
     Plan,
@@ -46,7 +46,6 @@ from memstore.store.policy import Backend
 from memstore.store.stored_lines import export_session, match_lines, match_prefix, stored_text
 from memstore.store.tables import of_tenant, sessions
 from memstore.types import Migrator, is_storable_text, validate_session_id
-from memstore.usage import USAGE_RECORD, NodeUsage, usage_from_record
 
 __all__ = [
     "FileImport",
@@ -147,25 +146,20 @@ def _in_chunks(
             return
 
 
-_USAGE_START = f'{{"type":"{USAGE_RECORD}"'
-
-
-def _usage_lines(path: Path, chunk: list[Record]) -> dict[int, tuple[str, NodeUsage]]:
-    """The usage lines of `chunk` (see `memstore.usage`), by position: the node and its usage.
+def _node_lines(path: Path, chunk: list[Record]) -> dict[int, NodeLine]:
+    """The usage and key lines of `chunk` (see `memstore.store.node_lines`), by position.
 
     Raises:
-        JsonlError: a usage line that is malformed, naming the file, line and field.
+        JsonlError: a usage or key line that is malformed, naming the file, line and field.
     """
-    found: dict[int, tuple[str, NodeUsage]] = {}
+    found: dict[int, NodeLine] = {}
     for position, record in enumerate(chunk):
-        raw = record.raw
-        if record.kind == "other" and raw is not None and raw.startswith(_USAGE_START):
-            try:
-                usage = usage_from_record(jsjson.loads(raw))
-            except MemstoreError as exc:
-                raise JsonlError(path, record.line.number, str(exc)) from exc
-            if usage is not None:
-                found[position] = usage
+        try:
+            line = node_line(record)
+        except MemstoreError as exc:
+            raise JsonlError(path, record.line.number, str(exc)) from exc
+        if line is not None:
+            found[position] = line
     return found
 
 
@@ -174,13 +168,13 @@ def _known_ids(
     session_id: str,
     chunk: list[Record],
     batch: ImportBatch,
-    usage_nodes: Iterable[str] = (),
+    line_nodes: Iterable[str] = (),
 ) -> Plan[set[str]]:
-    """The ids that `chunk` names (nodes, parents, heads, usage lines' nodes) which the session
-    holds already, stored or waiting in `batch`. Memory stays bounded by the chunk, not the
-    session."""
+    """The ids that `chunk` names (nodes, parents, heads, usage and key lines' nodes) which the
+    session holds already, stored or waiting in `batch`. Memory stays bounded by the chunk, not
+    the session."""
     named = {record.node_id for record in chunk} | {record.parent for record in chunk}
-    named |= set(usage_nodes)
+    named |= set(line_nodes)
     wanted = [
         node_id
         for node_id in named
@@ -301,19 +295,19 @@ def _import_records(
         records = redaction.records(records)
     for chunk in _in_chunks(records, chunks.reading_ahead if chunks is not None else None):
         # The ids these lines name that the session holds already.
-        usages = _usage_lines(path, chunk)
-        named = (node for node, _ in usages.values())
+        given = _node_lines(path, chunk)
+        named = (line.node for line in given.values())
         known = yield from _known_ids(backend, session_id, chunk, batch, named)
         for position, record in enumerate(chunk):
-            if position in usages:
-                node, usage = usages[position]
-                if node not in known:
+            if position in given:
+                line = given[position]
+                if line.node not in known:
                     raise JsonlError(
                         path,
                         record.line.number,
-                        f"usage names node {node!r}, which no earlier line defines",
+                        f"{line.kind} names node {line.node!r}, which no earlier line defines",
                     )
-                batch.add_usage(node, usage)
+                batch.add_node_line(line)
             elif record.kind == "node":
                 yield from _import_node(report, record, known, batch, options)
             elif record.kind == "head":

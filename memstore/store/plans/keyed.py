@@ -12,22 +12,28 @@ from sqlalchemy import bindparam, select, update
 
 from memstore import jsjson
 from memstore.errors import InvalidArgumentError
-from memstore.store.plans.appends import UsagesLike, chain_nodes, parse_usages, store_chain
+from memstore.store.plans.appends import (
+    INSERT_RECORDS,
+    UsagesLike,
+    chain_nodes,
+    parse_usages,
+    store_chain,
+)
 from memstore.store.plans.contract import Plan, now_ms
 from memstore.store.plans.sessions import ensure_session, update_session
 from memstore.store.policy import Backend
 from memstore.store.prepared import Prepared
-from memstore.store.tables import node_keys, of_tenant, sessions
+from memstore.store.tables import TENANT, node_keys, of_tenant, sessions
 from memstore.types import SessionNode, Turn, TurnLike, parse_turn, validate_session_id
 from memstore.usage import NodeUsage
+from memstore.writer_keys import MAX_KEY, key_record
 
-__all__ = ["Revise", "append_keyed"]
+__all__ = ["Revise", "append_keyed", "insert_keys"]
 
 Revise: TypeAlias = Callable[[Mapping[str, Any], list[Turn]], Mapping[str, Any] | None]
 """Given a session's metadata and the turns an append added, the title, tags or metadata to set
 in the same transaction (`update_session`'s keyword arguments), or None."""
 
-_MAX_KEY = 255
 # The hot path's statements, compiled once (see `prepared`).
 _HELD_KEY = Prepared(
     select(node_keys.c.key).where(
@@ -61,9 +67,9 @@ def append_keyed(
     if isinstance(turns, str | bytes | Mapping | Turn) or len(turns) != len(keys):
         raise InvalidArgumentError("append_keyed takes a list of turns and a key for each")
     for key in keys:
-        if key is not None and (not isinstance(key, str) or not 0 < len(key) <= _MAX_KEY):
+        if key is not None and (not isinstance(key, str) or not 0 < len(key) <= MAX_KEY):
             raise InvalidArgumentError(
-                f"session {session_id!r}: a turn's key is a string of 1 to {_MAX_KEY} "
+                f"session {session_id!r}: a turn's key is a string of 1 to {MAX_KEY} "
                 f"characters or None, not {str(key)[:60]!r}"
             )
     parsed = [parse_turn(turn) for turn in turns]
@@ -106,9 +112,25 @@ def _append_keyed(
     ]
     if rows:
         yield _INSERT_KEYS, rows[0] if len(rows) == 1 else rows
+        yield INSERT_RECORDS, [_key_line(session_id, row) for row in rows]
     if revise is not None:
         yield from _revised(backend, session_id, chain, revise)
     return chain
+
+
+def _key_line(session_id: str, row: Mapping[str, str]) -> dict[str, Any]:
+    """The log record of a node's key line, so the key travels in the JSONL export (see
+    `memstore.writer_keys`)."""
+    raw = key_record(row["node_id"], row["key"]) + "\n"
+    return {"session_id": session_id, "kind": "other", "node_id": None, "raw": raw}
+
+
+def insert_keys(backend: Backend, rows: Sequence[Mapping[str, Any]]) -> Plan[None]:
+    """Insert `node_keys` rows (an import's key lines); a key the session holds already keeps
+    its node."""
+    if rows:
+        statement = backend.insert(node_keys).values(tenant=TENANT).on_conflict_do_nothing()
+        yield statement, list(rows)
 
 
 def _revised(

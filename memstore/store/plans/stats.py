@@ -165,8 +165,8 @@ def _first_copy() -> ColumnElement[bool]:
     sorts before its own holds a row of the same node id. A node id is a content address
     (parent, turn, time), so rows of one node id in several sessions are copies of one model
     call (a fork's, or the same export imported twice). One index probe per row
-    (`ix_node_usage_tenant_node_id_session_id`, migrations 0027 and 0029), where numbering each node's copies
-    with a window function sorted every row."""
+    (`ix_node_usage_tenant_node_id_session_id`, migrations 0027 and 0030), where numbering each
+    node's copies with a window function sorted every row."""
     earlier = node_usage.alias("earlier")
     return ~exists().where(
         earlier.c.node_id == node_usage.c.node_id,

@@ -15,8 +15,8 @@ The views are made from the definitions the revisions that made them wrote (0002
 The downgrade puts the keys, views and function back; it refuses while another tenant's rows
 exist (their keys would collide).
 
-Revision ID: 0029
-Revises: 0028
+Revision ID: 0030
+Revises: 0029
 Create Date: 2026-12-06
 """
 
@@ -29,8 +29,8 @@ from alembic import op
 from memstore.errors import MigrationError
 from memstore.store.migrate import revision_module
 
-revision: str = "0029"
-down_revision: str | None = "0028"
+revision: str = "0030"
+down_revision: str | None = "0029"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
@@ -153,7 +153,7 @@ def _sqlite_rebuild(table_sql: Callable[[str, str], str], index_sql: Callable[[s
     bind = op.get_bind()
     if bind.exec_driver_sql("PRAGMA foreign_keys").scalar():  # DROP TABLE would cascade
         raise MigrationError(
-            "revision 0029 makes SQLite's tables again: it must run with foreign keys off "
+            "revision 0030 makes SQLite's tables again: it must run with foreign keys off "
             "(memstore's own migrations do; run `memstore db upgrade`)"
         )
     stored = "SELECT name, sql FROM sqlite_master WHERE type = :type AND tbl_name = :table"
@@ -268,7 +268,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    revision_module("0028").refuse_other_tenants("0029")
+    revision_module("0028").refuse_other_tenants("0030")
     _drop_views()
     if op.get_bind().dialect.name == "sqlite":
         _sqlite_rebuild(_unkeyed, _unkeyed_index)
