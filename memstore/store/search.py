@@ -297,19 +297,12 @@ def _postgres_search(words: list[str], session_id: str | None, limit: int) -> Se
     # MATERIALIZED, so that it cannot read the tenant's part of a key instead (the tenant's and
     # the session's conditions apply to the turns found).
     found = or_(vector.op("@@")(tsquery), _pg_oversized_holding(words, chars=False))
-    matched = (
-        select(nodes.c.pk, func.ts_rank(vector, tsquery).label("rank"))
-        .where(found)
-        .cte("matched")
-        .prefix_with("MATERIALIZED")
-    )
-    matches = (
-        select(matched.c.pk, matched.c.rank)
-        .join_from(matched, nodes, nodes.c.pk == matched.c.pk)
-        .where(of_visible_session(nodes.c.session_id))
-    )
+    rank = func.ts_rank(vector, tsquery).label("rank")
+    columns = (nodes.c.pk, nodes.c.tenant, nodes.c.session_id, rank)
+    matched = select(*columns).where(found).cte("matched").prefix_with("MATERIALIZED")
+    matches = select(matched.c.pk, matched.c.rank).where(of_visible_session(matched.c.session_id))
     if session_id is not None:
-        matches = matches.where(nodes.c.session_id == session_id)
+        matches = matches.where(matched.c.session_id == session_id)
     best = matches.order_by(text("rank DESC"), matched.c.pk).limit(limit).subquery()
     shown = func.left(nodes.c.search_text, literal_column(str(PG_INDEXED_CHARS)))
     hits = select(*_HIT_COLUMNS, best.c.rank, shown.label("search_text"))
