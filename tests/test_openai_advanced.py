@@ -229,3 +229,45 @@ def test_a_branch_is_made_and_named_in_one_write_transaction(database_url: str) 
         assert [b["branch_id"] for b in await session.list_branches()] == ["main", "cheap"]
 
     run_on_store("sync", database_url, body)
+
+
+def test_run_usage_is_in_node_usage_so_memstore_totals_count_it(
+    with_store: Callable[[Body], None],
+) -> None:
+    async def body(store: AnyStore) -> None:
+        session = MemstoreAdvancedSession("trip", store)
+        await session.add_items(ITEMS[:2])
+        first = Usage(requests=1, input_tokens=50, output_tokens=30, total_tokens=80)
+        await session.store_run_usage(_Result(first))
+        again = Usage(requests=2, input_tokens=70, output_tokens=40, total_tokens=110)
+        await session.store_run_usage(_Result(again))  # the same turn's: replaces it
+        await session.add_items(ITEMS[2:])
+        await session.store_run_usage(_Result(first))
+        await session.create_branch_from_turn(2, "cheap")
+        await session.add_items([{"role": "user", "content": "Fly instead"}])
+        await session.store_run_usage(_Result(Usage(requests=1, input_tokens=9, total_tokens=9)))
+        info = await maybe(store.session_info("trip"), store)
+        assert (info.input_tokens, info.output_tokens) == (70 + 50, 40 + 30)
+        branch = await maybe(store.session_info("trip@cheap"), store)
+        assert (branch.input_tokens, branch.output_tokens) == (70 + 9, 40)  # turn 1 forked
+        rows = await maybe(
+            store.read_only_query(
+                "SELECT session_id, input_tokens FROM usage ORDER BY session_id, input_tokens"
+            ),
+            store,
+        )
+        assert [tuple(row) for row in rows.rows] == [
+            ("trip", 50),
+            ("trip", 70),
+            ("trip@cheap", 9),
+            ("trip@cheap", 70),
+        ]
+        assert await session.get_session_usage() == {  # the SDK's view is as before
+            "requests": 2 + 1 + 1,
+            "input_tokens": 70 + 50 + 9,
+            "output_tokens": 40 + 30,
+            "total_tokens": 110 + 80 + 9,
+            "total_turns": 3,
+        }
+
+    with_store(body)

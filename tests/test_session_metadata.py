@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from memstore import SessionStore
+from memstore import NodeUsage, SessionStore
 from memstore.errors import (
     HeadMovedError,
     InvalidArgumentError,
     InvalidTurnError,
     SessionExistsError,
+    UnknownNodeError,
     UnknownSessionError,
 )
 
@@ -52,3 +53,19 @@ def test_a_refused_call_writes_nothing(store: SessionStore) -> None:
     assert store.head("a") == head
     store.append_merging_metadata("a", [HELLO], merges, expected_head=head, exists=True)
     assert store.session_metadata(["b"])["b"].metadata == {"state": {"y": 1}}
+
+
+def test_usage_is_recorded_beside_existing_nodes_with_the_merge(store: SessionStore) -> None:
+    node = store.append("a", HELLO)
+    usage = NodeUsage(input_tokens=40, output_tokens=7, model="m")
+    store.append_merging_metadata("a", [], {"a": {"n": 1}}, usage={node.id: usage})
+    store.append_merging_metadata("a", [], {"a": {"n": 2}}, usage={node.id: {"inputTokens": 5}})
+    info = store.session_info("a")
+    assert (info.input_tokens, info.output_tokens, info.metadata) == (5, 0, {"n": 2})  # replaced
+    with pytest.raises(UnknownNodeError):
+        store.append_merging_metadata("a", [], {"a": {"n": 3}}, usage={"0" * 16: usage})
+    with pytest.raises(InvalidArgumentError, match="input_tokens"):
+        store.append_merging_metadata(
+            "a", [], {"a": {"n": 3}}, usage={node.id: {"inputTokens": -1}}
+        )
+    assert store.session_info("a").metadata == {"n": 2}  # refused calls wrote nothing

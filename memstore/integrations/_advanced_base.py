@@ -20,6 +20,7 @@ from agents.memory.session_settings import coerce_session_settings
 
 from memstore.errors import (
     BranchError,
+    InvalidArgumentError,
     InvalidSessionIdError,
     SessionClosedError,
     SessionExistsError,
@@ -30,6 +31,7 @@ from memstore.integrations import _history
 from memstore.integrations._history import AnyStore, History
 from memstore.store import SessionStore
 from memstore.types import SessionNode, validate_session_id
+from memstore.usage import NodeUsage, from_openai_agents
 
 T = TypeVar("T")
 
@@ -246,6 +248,28 @@ def merge(sid: str, values: Mapping[str, Any], *, exists: bool | None = True) ->
         yield "append_merging_metadata", (sid, [], {sid: dict(values)}), {"exists": exists}
     except UnknownSessionError:
         return
+
+
+def recorded_turn_usage(
+    sid: str, turn: int, row: Mapping[str, Any], usage: NodeUsage | None
+) -> History[None]:
+    """Keep a turn's usage in its branch session: the SDK's row in the metadata, and its tokens
+    (`usage`) in `node_usage` beside the turn's first node (the row's `anchor`), together."""
+    merges = {sid: {USAGE_KEY: {str(turn): dict(row)}}}
+    recorded = {} if usage is None else {str(row["anchor"]): usage}
+    try:
+        yield "append_merging_metadata", (sid, [], merges), {"exists": True, "usage": recorded}
+    except UnknownSessionError:
+        return
+
+
+def node_usage(usage: Any) -> NodeUsage | None:
+    """The SDK's `Usage` as memstore's `NodeUsage` (cached input as cache reads); None if it
+    has no whole token counts (the SDK's row still keeps what it has)."""
+    try:
+        return from_openai_agents(usage)
+    except InvalidArgumentError:
+        return None
 
 
 def bump_clears(session_id: str) -> History[int]:

@@ -102,6 +102,21 @@ def tool_name(item: Mapping[str, Any]) -> str | None:
     return None
 
 
+def tool_usage(entries: Sequence[Entry]) -> list[tuple[str, int, int]]:
+    """How often each tool was called in each turn, as `(tool_name, count, turn)`, by turn (a
+    tool search's output counts when its call is not in the turn)."""
+    searched = {(entry.turn, entry.tool) for entry in entries if entry.kind == "tool_search_call"}
+    counts: dict[tuple[int, Any], int] = {}
+    for entry in entries:
+        if entry.kind in TOOL_CALLS or (
+            entry.kind == "tool_search_output" and (entry.turn, entry.tool) not in searched
+        ):
+            key = (entry.turn, entry.tool)
+            counts[key] = counts.get(key, 0) + 1
+    ordered = sorted(counts.items(), key=lambda pair: (pair[0][0], str(pair[0][1])))
+    return [(tool, count, turn) for (turn, tool), count in ordered]
+
+
 def texts(content: Any) -> list[str] | None:
     """The text of a user message's content (a string, or its parts' texts)."""
     if isinstance(content, str):
@@ -147,10 +162,13 @@ def usage_row(usage: Any) -> dict[str, Any]:
 
 
 def _details(details: Any) -> Any:
+    """A usage's token details as JSON, without the fields the provider left unset (None):
+    the SDK's tests read back exactly the fields given, whichever the openai package adds."""
     if not details:
         return None
     try:
-        return json.loads(json.dumps(details.__dict__))
+        fields = {name: value for name, value in details.__dict__.items() if value is not None}
+        return json.loads(json.dumps(fields))
     except (TypeError, ValueError, AttributeError):
         return None
 

@@ -11,7 +11,8 @@ Each item is a turn; the branch `main` of session `s` is the memstore session `s
 `MemstoreSession` reads and writes), any other branch `b` the session `s@b`, forked from `s`'s
 path before the turn it branches from. Turn numbers are derived from the path; nothing is
 deleted (a deleted or cleared branch starts again from a `cleared` marker and keeps its name
-reserved); a turn's usage is kept in its branch session's metadata, anchored to its first node.
+reserved); a turn's usage is kept beside its first node: its tokens in `node_usage` (where
+memstore's totals read them), the SDK's own fields in its branch session's metadata.
 """
 
 from __future__ import annotations
@@ -48,8 +49,10 @@ from memstore.integrations._advanced_base import (
     bump_clears,
     clear_count,
     merge,
+    node_usage,
     path_nodes,
     plain_item,
+    recorded_turn_usage,
     settled,
 )
 from memstore.integrations._history import AnyStore
@@ -356,19 +359,7 @@ class MemstoreAdvancedSession(AdvancedBase):
         """How often each tool was called in each turn of a branch (default: current), as
         `(tool_name, count, turn)`, by turn (a tool search's output counts when its call is not
         in the turn)."""
-        entries = await self._branch_entries(branch_id)
-        searched = {
-            (entry.turn, entry.tool) for entry in entries if entry.kind == "tool_search_call"
-        }
-        counts: dict[tuple[int, Any], int] = {}
-        for entry in entries:
-            if entry.kind in structure.TOOL_CALLS or (
-                entry.kind == "tool_search_output" and (entry.turn, entry.tool) not in searched
-            ):
-                key = (entry.turn, entry.tool)
-                counts[key] = counts.get(key, 0) + 1
-        ordered = sorted(counts.items(), key=lambda pair: (pair[0][0], str(pair[0][1])))
-        return [(tool, count, turn) for (turn, tool), count in ordered]
+        return structure.tool_usage(await self._branch_entries(branch_id))
 
     # --- usage ---------------------------------------------------------------------------
 
@@ -406,13 +397,17 @@ class MemstoreAdvancedSession(AdvancedBase):
     async def _update_turn_usage_internal(
         self, user_turn_number: int, usage: Any, *, branch_id: str, turn_anchor: str | None
     ) -> None:
-        """Set a turn's usage on a branch, anchored to the turn's first node; nothing for a
-        branch without turns (None). The SDK's name of this step, which its tests replace."""
+        """Set a turn's usage on a branch, anchored to the turn's first node (the SDK's fields in
+        the branch session's metadata, the tokens in `node_usage` beside that node, in one
+        transaction); nothing for a branch without turns (None). The SDK's name of this step,
+        which its tests replace."""
         if turn_anchor is None:
             self._logger.debug("Skipping usage store: no turn on branch %r", branch_id)
             return
         row = {**structure.usage_row(usage), "anchor": turn_anchor}
-        await self._run(merge(self._sid(branch_id), {USAGE_KEY: {str(user_turn_number): row}}))
+        await self._run(
+            recorded_turn_usage(self._sid(branch_id), user_turn_number, row, node_usage(usage))
+        )
 
     async def get_session_usage(self, branch_id: str | None = None) -> dict[str, int] | None:
         """The usage summed over the turns of one branch, or of all (None): `requests`,

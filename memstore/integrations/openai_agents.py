@@ -174,12 +174,13 @@ class MemstoreSession:
         head = nodes[-1].id if nodes else None
 
         async def replace_suffix(start: int, output: list[Any]) -> bool:
-            if not 0 <= start < len(nodes) or not output:
+            if not 0 <= start < len(nodes):
                 return False
             base = nodes[start - 1].id if start else nodes[0].parent
             turns = RESPONSES.to_turns([_plain(item) for item in output])
+            replaced = _replaced(self.session_id, turns, head, base, now_ms())
             try:
-                await _history.arun(self.store, _replaced(self.session_id, turns, head, base))
+                await _history.arun(self.store, replaced)
             except HeadMovedError:
                 return False  # another writer appended since the snapshot: nothing written
             return True
@@ -233,10 +234,19 @@ def _snapshot_nodes(
 
 
 def _replaced(
-    session_id: str, turns: list[Turn], head: str | None, base: str | None
+    session_id: str, turns: list[Turn], head: str | None, base: str | None, clock_ms: int
 ) -> _history.History[None]:
-    """`turns` chained from `base` (None: a new root), if the head is still `head`."""
-    yield "append_many", (session_id, turns), {"expected_head": head, "parent": base}
+    """`turns` chained from `base` (None: a new root), if the head is still `head`; no turns
+    (a compaction that kept nothing of the suffix): the head moved back to `base` (None: a
+    cleared history)."""
+    if turns:
+        yield "append_many", (session_id, turns), {"expected_head": head, "parent": base}
+        return
+    target = _history.cleared_root(clock_ms)
+    if base is not None:
+        found: list[SessionNode] = yield "load_path_nodes", (session_id, base), {"last": 1}
+        target = found[-1]
+    yield "append_node", (session_id, target), {"expected_head": head}
 
 
 @dataclass(frozen=True)

@@ -162,12 +162,24 @@ def record_usage(
     target = head if node_id is None else node_id
     if target is None:
         raise UnknownSessionError(f"session {session_id!r} has no turns to record usage for")
-    if target not in (yield from stored_node_rows(backend, session_id, [target])):
-        raise UnknownNodeError(session_id, target)
-    raw = usage_record(target, parsed) + "\n"
-    yield INSERT_RECORDS, {"session_id": session_id, "kind": "other", "node_id": None, "raw": raw}
-    yield from store_usage(backend, session_id, [target], [parsed])
+    yield from record_node_usage(backend, session_id, target, parsed)
     return target
+
+
+def record_node_usage(
+    backend: Backend, session_id: str, node_id: str, usage: NodeUsage
+) -> Plan[None]:
+    """Store `usage` beside the session's node `node_id`, replacing any earlier, with its usage
+    line in the log.
+
+    Raises:
+        UnknownNodeError: the session has no node `node_id`.
+    """
+    if node_id not in (yield from stored_node_rows(backend, session_id, [node_id])):
+        raise UnknownNodeError(session_id, node_id)
+    raw = usage_record(node_id, usage) + "\n"
+    yield INSERT_RECORDS, {"session_id": session_id, "kind": "other", "node_id": None, "raw": raw}
+    yield from store_usage(backend, session_id, [node_id], [usage])
 
 
 def upsert_usage(backend: Backend, rows: Sequence[Mapping[str, Any]]) -> Plan[None]:

@@ -10,12 +10,14 @@ from typing import Any, cast
 from sqlalchemy import select, update
 
 from memstore.errors import HeadMovedError, InvalidArgumentError, UnknownSessionError
-from memstore.store.plans.appends import append_turns
+from memstore.store.plans.appends import UsageLike, append_turns, record_node_usage
 from memstore.store.plans.contract import UNSET, Plan, Unset, now_ms
+from memstore.store.plans.nodes import refuse_bad_node_ids
 from memstore.store.plans.sessions import ensure_session, refuse_taken_id
 from memstore.store.policy import Backend
 from memstore.store.tables import NOT_IMPORTING, of_tenant, sessions
 from memstore.types import SessionNode, TurnLike, validate_session_id
+from memstore.usage import NodeUsage, parse_usage
 
 MetadataMerges = Mapping[str, Mapping[str, Any]]
 """Session id -> metadata key -> a value for that key: a mapping is merged into the object at the
@@ -49,17 +51,23 @@ def append_merging_metadata(
     merges: MetadataMerges,
     expected_head: str | Unset | None = UNSET,
     exists: bool | None = None,
+    usage: Mapping[str, UsageLike] | None = None,
 ) -> Plan[list[SessionNode]]:
-    """Merge `merges` into the sessions' metadata (each created if missing) and append `turns`
+    """Merge `merges` into the sessions' metadata (each created if missing), record `usage`
+    (node id -> usage) beside those nodes of `session_id`, replacing theirs, and append `turns`
     to `session_id`; the rows are locked in id order, so concurrent calls cannot deadlock.
 
     Raises:
-        InvalidArgumentError: a merge is not a mapping with string keys; nothing was written.
+        InvalidArgumentError: a merge is not a mapping with string keys, or a usage is
+            malformed; nothing was written.
         SessionExistsError: `exists` is False and `session_id` exists.
         UnknownSessionError: `exists` is True and there is no session `session_id`.
+        UnknownNodeError: `session_id` has no node that `usage` names.
         HeadMovedError: `expected_head` was given and the head is elsewhere.
     """
     validate_session_id(session_id)
+    usages = {node_id: parse_usage(value) for node_id, value in (usage or {}).items()}
+    refuse_bad_node_ids(session_id, *usages)
     for merged_id, merge in merges.items():
         validate_session_id(merged_id)
         if not isinstance(merge, Mapping) or not all(isinstance(key, str) for key in merge):
@@ -67,7 +75,7 @@ def append_merging_metadata(
                 f"metadata merge for session {merged_id!r}: a mapping with string keys, "
                 f"not {merge!r}"
             )
-    return _append_merging(backend, session_id, turns, merges, expected_head, exists)
+    return _append_merging(backend, session_id, turns, merges, expected_head, exists, usages)
 
 
 def _append_merging(
@@ -77,6 +85,7 @@ def _append_merging(
     merges: MetadataMerges,
     expected_head: str | Unset | None,
     exists: bool | None,
+    usages: Mapping[str, NodeUsage],
 ) -> Plan[list[SessionNode]]:
     if exists is False:
         yield from refuse_taken_id(session_id)
@@ -104,6 +113,8 @@ def _append_merging(
             .where(of_tenant(sessions), sessions.c.id == merged_id)
             .values(meta=metadata)
         )
+    for node_id, node_usage in usages.items():
+        yield from record_node_usage(backend, session_id, node_id, node_usage)
     if not turns:
         return []
     return (yield from append_turns(backend, session_id, turns, expected_head))

@@ -3,10 +3,12 @@
 # Adopted by memstore from claude-agent-sdk 0.2.190, tests/test_session_store_anyio.py (the
 # source distribution on PyPI, claude_agent_sdk-0.2.190.tar.gz), under the MIT License above: the
 # tests of the transcript mirror's batcher, which appends to a session store, under asyncio and
-# trio. Changed: their store, the tests' `_RecordingStore`, records the appends it passes on to
-# memstore's MemstoreSessionStore (the `store_class` fixture: conftest.py and swap.py here), where
-# it recorded them only, so the batcher writes to memstore on each store and database under both
-# event loops; the tests with no store or with a store that fails on purpose are left out
+# trio. Changed: their store, the tests' `_RecordingStore`, passes each append on to memstore's
+# MemstoreSessionStore (the `store_class` fixture: conftest.py and swap.py here), where it recorded
+# them only, so the batcher writes to memstore on each store and database under both event loops;
+# it still records each append as the batcher makes it, before memstore's write, so the tests'
+# short waits (50 ms) time the batcher, not the database; the tests with no store or with a store
+# that fails on purpose are left out
 # (EXCLUDED, with the reasons); formatted by ruff.
 """The Claude Agent SDK's own anyio tests of its transcript batcher, writing to
 MemstoreSessionStore."""
@@ -48,8 +50,8 @@ class _RecordingStore:
     async def append(self, key: SessionKey, entries: list[SessionStoreEntry]) -> None:
         if self._delay:
             await anyio.sleep(self._delay)
+        self.calls.append((key, list(entries)))  # when the batcher calls, as the original
         await self._store.append(key, entries)
-        self.calls.append((key, list(entries)))
 
 
 def _batcher(store: _RecordingStore, **kw: Any) -> TranscriptMirrorBatcher:

@@ -8,7 +8,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
 import sqlalchemy
@@ -17,18 +17,41 @@ from sqlalchemy.engine import make_url
 from memstore import SessionStore
 from memstore.integrations.openai_advanced import MemstoreAdvancedSession
 from tests.conftest import postgres_server_url
+from tests.frameworks.openai_agents.templates import PostgresTemplate, SqliteTemplate, schema_url
 
 VARIANTS = ["sync-sqlite", "async-sqlite", "sync-postgres", "async-postgres"]
 
 
 @dataclass
+class Templates:
+    """The migrated databases new ones are copied from (templates.py), made once per run on
+    first use."""
+
+    directory: Path
+    sqlite: SqliteTemplate | None = None
+    postgres: PostgresTemplate | None = None
+
+    def sqlite_template(self) -> SqliteTemplate:
+        if self.sqlite is None:
+            self.sqlite = SqliteTemplate.made_in(self.directory)
+        return self.sqlite
+
+    def postgres_template(self, server: Any) -> PostgresTemplate:
+        if self.postgres is None:
+            self.postgres = PostgresTemplate.made_on(server)
+        return self.postgres
+
+
+@dataclass
 class Databases:
     """The databases of one test: one per `db_path` the test names (each `:memory:` session
-    a fresh one, as the SDK's), all of one variant, closed and dropped after the test."""
+    a fresh one, as the SDK's), all of one variant, each a copy of a migrated template, closed
+    and dropped after the test."""
 
     flavour: str
     backend: str
     tmp_path: Path
+    templates: Templates
     stores: dict[str, Any] = field(default_factory=dict)
     schemas: list[str] = field(default_factory=list)
     server: Any = None
@@ -44,17 +67,19 @@ class Databases:
     def _url(self, key: str) -> str:
         if self.backend == "sqlite":
             path = self.tmp_path / f"memory-{key[8:]}.db" if key.startswith(":memory:") else key
+            if not Path(path).exists():  # a test's own file stays as the test made it
+                self.templates.sqlite_template().copy_to(Path(path))
             return f"sqlite:///{path}"
         if self.server is None:
             self.server = make_url(postgres_server_url()).set(drivername="postgresql+psycopg")
+        template = self.templates.postgres_template(self.server)
         schema = f"memstore_adv_{uuid.uuid4().hex[:16]}"
         engine = sqlalchemy.create_engine(self.server)
         with engine.begin() as connection:
-            connection.execute(sqlalchemy.text(f'CREATE SCHEMA "{schema}"'))
+            template.create(connection, schema)
         engine.dispose()
         self.schemas.append(schema)
-        url = self.server.update_query_dict({"options": f"-csearch_path={schema}"})
-        return cast(str, url.render_as_string(hide_password=False))
+        return schema_url(self.server, schema)
 
     def _open(self, url: str) -> Any:
         if self.flavour == "sync":
@@ -85,12 +110,14 @@ _CURRENT: list[Databases] = []
 
 
 @pytest.fixture(params=VARIANTS, autouse=True)
-def advanced_databases(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Databases]:
+def advanced_databases(
+    request: pytest.FixtureRequest, tmp_path: Path, migrated_templates: Templates
+) -> Iterator[Databases]:
     """Every adopted test runs on each store variant."""
     flavour, backend = request.param.split("-")
     if backend == "postgres":
         postgres_server_url()  # skips without a server (fails in CI)
-    databases = Databases(flavour, backend, tmp_path)
+    databases = Databases(flavour, backend, tmp_path, migrated_templates)
     _CURRENT.append(databases)
     try:
         yield databases

@@ -5,8 +5,8 @@
 # its tests. Changed: the reference class, SQLiteSession, is swapped for memstore's
 # MemstoreSession through the `make_list_session` fixture (conftest.py and swap.py here: a
 # SessionStore on SQLite and an AsyncSessionStore on PostgreSQL, as for the Runner tests, for
-# the suite's run time); `_shape` is copied from the SDK's test_tool_batch_failure_history.py;
-# helpers come from this directory (model_test_helpers.py); annotated for mypy and formatted by
+# the suite's run time); helpers come from this directory (model_test_helpers.py, and `_shape`
+# from test_tool_batch_failure_history.py, as in the SDK); annotated for mypy and formatted by
 # ruff.
 """The OpenAI Agents SDK's own tests that completed work survives failures outside ordinary
 tool exceptions, run on MemstoreSession."""
@@ -41,18 +41,10 @@ from openai.types.responses.response_output_item import McpApprovalRequest
 
 from tests.frameworks.openai_agents.model_test_helpers import get_exact_output_stream_step
 from tests.frameworks.openai_agents.swap import SessionFactory
+from tests.frameworks.openai_agents.test_tool_batch_failure_history import _shape
 
 EXCLUDED: dict[str, str] = {}
 """The tests of the SDK's file that are left out: none."""
-
-
-def _shape(items: list[Any]) -> list[str]:
-    return [
-        f"{item['type']}:{item['call_id']}"
-        if "call_id" in item
-        else item.get("type", item.get("role", "?"))
-        for item in items
-    ]
 
 
 @pytest.mark.asyncio
