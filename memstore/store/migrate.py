@@ -18,12 +18,10 @@ holds a revision other than the head.
 from __future__ import annotations
 
 import functools
-import importlib.util
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import (
@@ -70,7 +68,6 @@ __all__ = [
     "migrations_dir",
     "newer_database_message",
     "require_ready",
-    "revision_module",
     "schema_of",
     "schema_state",
     "sqlite_foreign_keys_off",
@@ -122,18 +119,6 @@ def migrations_dir() -> Path:
         if (candidate / "env.py").is_file():
             return candidate
     raise MigrationError(f"memstore's migrations are missing (looked in {package})")
-
-
-def revision_module(revision: str) -> ModuleType:
-    """The script of an earlier revision, loaded as a module: its SQL, for a later revision to
-    build on or to put back (a revision's text never changes once released)."""
-    (path,) = migrations_dir().joinpath("versions").glob(f"{revision}_*.py")
-    spec = importlib.util.spec_from_file_location(f"memstore_revision_{revision}", path)
-    if spec is None or spec.loader is None:  # pragma: no cover - a .py file always has one
-        raise MigrationError(f"cannot load revision {revision} from {path}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def alembic_config(connection: Connection | None = None) -> Config:

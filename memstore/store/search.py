@@ -214,9 +214,8 @@ def _postgres_phrase_matches(
         indexed = indexed & word_vector.op("@@")(word_query)
         rank = rank + func.ts_rank(word_vector, word_query)
     oversized = _pg_oversized_matches(words + unspaced, chars=True).with_only_columns(nodes.c.pk)
-    # The tenant's and the session's conditions outside the union of matches, as
-    # `_postgres_search` has them: beside the indexed match, the planner may read the tenant's
-    # part of a key instead of the search indexes. A turn only the oversized match finds ranks 0.
+    # The tenant's and session's conditions outside the matches (beside them, the planner may
+    # read the tenant's part of a key instead); a turn only the oversized match finds ranks 0.
     found = select(nodes.c.pk).where(indexed).union(oversized)
     ranked = case((indexed, rank), else_=literal(0.0))
     statement = select(nodes.c.pk, ranked.label("rank")).where(
@@ -294,8 +293,7 @@ def _postgres_search(words: list[str], session_id: str | None, limit: int) -> Se
     tsquery = _pg_words_query(words)
     vector = nodes.c.search_vector
     # One scan of the two indexes (a BitmapOr), so the planner reads only the turns they list;
-    # MATERIALIZED, so that it cannot read the tenant's part of a key instead (the tenant's and
-    # the session's conditions apply to the turns found).
+    # MATERIALIZED, so that it cannot read the tenant's part of a key instead.
     found = or_(vector.op("@@")(tsquery), _pg_oversized_holding(words, chars=False))
     rank = func.ts_rank(vector, tsquery).label("rank")
     columns = (nodes.c.pk, nodes.c.tenant, nodes.c.session_id, rank)

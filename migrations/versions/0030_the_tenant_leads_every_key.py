@@ -27,7 +27,7 @@ import sqlalchemy as sa
 from alembic import op
 
 from memstore.errors import MigrationError
-from memstore.store.migrate import revision_module
+from memstore.store.revision_scripts import revision_module
 
 revision: str = "0030"
 down_revision: str | None = "0029"
