@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import sqlalchemy
 
-from memstore import CompactionPolicy, ModelCard, SessionGraph, SessionStore
+from memstore import CompactionPolicy, ModelCard, NodeUsage, SessionGraph, SessionStore
 from memstore.errors import (
     InvalidArgumentError,
     JsonlError,
@@ -187,6 +187,26 @@ def test_erasing_a_subject_leaves_no_trace(
         raw = file_bytes(database_url)
         for secret in (SECRET, SECRET.lower(), WIDE):
             assert secret.encode() not in raw
+
+
+def test_an_erased_nodes_usage_and_key_lines_leave_the_export(
+    store: SessionStore, tmp_path: Path
+) -> None:
+    """The log's usage and key lines of an erased node went with its rows (before, the export
+    still carried them, and an import brought the key back)."""
+    usage = NodeUsage(input_tokens=7, model="m-1")
+    erased, kept = store.append_keyed(
+        "s",
+        [said(f"alice says {SECRET}"), said("bob")],
+        ["key-alice", "key-bob"],
+        usage=[usage] * 2,
+    )
+    store.erase(session_id="s", node_id=erased.id, reason="request 3", dry_run=False)
+    store.export_session("s", tmp_path / "s.jsonl")
+    lines = [json.loads(line) for line in (tmp_path / "s.jsonl").read_text().splitlines()]
+    carried = {(line["type"], line["node"]) for line in lines if line["type"] in {"usage", "key"}}
+    assert carried == {("usage", kept.id), ("key", kept.id)}
+    assert "key-alice" not in (tmp_path / "s.jsonl").read_text()
 
 
 def test_a_tombstone_keeps_the_dag_and_tool_pairs(store: SessionStore) -> None:

@@ -15,7 +15,8 @@ A session erased whole is deleted (with its nodes, blocks, lines, usage, keys an
 Every other node found keeps its id, parent, role and time; its turn becomes a tombstone
 (`tombstone`), and its derived rows are rewritten from it: blocks, search text and vectors, the
 full-text index (SQLite's triggers), `records.raw` (the export derives the line from the
-tombstone), and its `node_usage` and `node_keys` rows are deleted. Each erasure writes one
+tombstone), and its `node_usage` and `node_keys` rows are deleted, with the lines of the log
+that carried them (`_node_lines_of`), so an export holds neither. Each erasure writes one
 `erasures` row, its receipt. On SQLite the writing transaction runs with `secure_delete`.
 """
 
@@ -27,7 +28,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from sqlalchemy import and_, bindparam, delete, insert, select, text, update
+from sqlalchemy import (
+    ColumnElement,
+    and_,
+    bindparam,
+    delete,
+    insert,
+    or_,
+    select,
+    text,
+    update,
+)
 
 from memstore import jsjson
 from memstore.errors import InvalidArgumentError, UnknownNodeError, UnknownSessionError
@@ -50,6 +61,8 @@ from memstore.store.tables import (
     stored_on,
 )
 from memstore.tombstones import ERASED_TEXT, tombstone
+from memstore.usage import USAGE_RECORD
+from memstore.writer_keys import KEY_RECORD
 
 __all__ = ["ERASED_TEXT", "ErasureReport", "ErasureTarget", "erase", "tombstone"]
 
@@ -306,9 +319,27 @@ def _tombstone_rows(
                 )
                 .values(raw=None)
             )
+            yield delete(records).where(
+                of_tenant(records), records.c.session_id == session_id, _node_lines_of(ids)
+            )
         yield statement, node_rows
         if block_rows:
             yield INSERT_BLOCKS, block_rows
+
+
+def _node_lines_of(ids: Sequence[str]) -> ColumnElement[bool]:
+    """The log's usage and key lines (`memstore.store.node_lines`) of the nodes `ids`: `other`
+    records that open with their type and node id, as those lines are written."""
+    openings = [
+        f'{{"type":"{kind}","node":{jsjson.dumps(node_id)}'
+        for kind in (USAGE_RECORD, KEY_RECORD)
+        for node_id in ids
+    ]
+    return and_(
+        records.c.kind == "other",
+        records.c.node_id.is_(None),
+        or_(*(records.c.raw.startswith(opening, autoescape=True) for opening in openings)),
+    )
 
 
 def _delete_sessions(ids: Sequence[str]) -> Plan[None]:
