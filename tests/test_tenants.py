@@ -152,3 +152,21 @@ def test_a_tenant_name_is_checked(open_store: Callable[..., SessionStore]) -> No
     with pytest.raises(InvalidArgumentError, match="tenant is a string"):
         open_store(tenant=3)
     assert open_store(tenant="Acme_1.eu:prod@x").tenant == "Acme_1.eu:prod@x"
+
+
+def test_a_framework_adapter_keeps_to_its_stores_tenant(database_url: str) -> None:
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    from memstore.integrations.langchain import MemstoreChatMessageHistory
+
+    with (
+        SessionStore(database_url, tenant=ACME) as acme,
+        SessionStore(database_url, tenant=GLOBEX) as globex,
+    ):
+        MemstoreChatMessageHistory("chat", acme).add_messages([HumanMessage("acme asks")])
+        theirs = MemstoreChatMessageHistory("chat", globex)
+        theirs.add_messages([HumanMessage("globex asks"), AIMessage("globex answered")])
+        assert [m.content for m in MemstoreChatMessageHistory("chat", acme).messages] == [
+            "acme asks"
+        ]
+        assert [m.content for m in theirs.messages] == ["globex asks", "globex answered"]
