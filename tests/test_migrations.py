@@ -366,7 +366,9 @@ def test_0016_stores_a_turn_once_and_keeps_every_view_row(sqlite_url: str) -> No
         assert [text for *_, text in copies] == [
             search_text(json.loads(str(turn_json))) for _, _, turn_json, _ in copies
         ]
-        assert _sqlite_rows(sqlite_url, VIEW_QUERIES[0]) == views[0]
+        # the head's views give each row's tenant first (migration 0030), the default one here
+        assert {row[0] for row in views[0]} == {""}
+        assert _sqlite_rows(sqlite_url, VIEW_QUERIES[0]) == [row[1:] for row in views[0]]
         check_fts(sqlite_url)
         store.upgrade_schema()  # and go again
         assert [_sqlite_rows(sqlite_url, sql) for sql in VIEW_QUERIES] == views
@@ -509,9 +511,13 @@ def test_0027_indexes_the_columns_deletes_and_usage_totals_look_up_and_keeps_row
 ) -> None:
     store = SessionStore(database_url, auto_migrate=False)
     try:
-        store.upgrade_schema()
+        store.upgrade_schema("0027")
         for table, (name, columns) in INDEXES_0027.items():
             assert _indexes(database_url, table)[name] == columns
+        store.upgrade_schema()  # the same indexes, the tenant first (migration 0030)
+        for table, (name, columns) in INDEXES_0027.items():
+            keyed = name.replace(f"ix_{table}_", f"ix_{table}_tenant_")
+            assert _indexes(database_url, table)[keyed] == ["tenant", *columns]
         user = {"role": "user", "blocks": [{"kind": "text", "text": "q"}]}
         store.append_keyed("s", [user], ["k1"], usage={"inputTokens": 3, "model": "m"})
         store.fork_session("s", None, "t")
@@ -526,7 +532,7 @@ def test_0027_indexes_the_columns_deletes_and_usage_totals_look_up_and_keeps_row
         for table, (name, _) in INDEXES_0027.items():
             assert name not in _indexes(database_url, table)
         assert _rows(database_url, counts) == before
-        store.upgrade_schema("0027")
+        store.upgrade_schema()
         assert [(row.key, row.nodes) for row in store.usage_stats("model")] == [("m", 1)]
         assert store.delete_session("s")
         assert _rows(database_url, counts) == _rows(database_url, of_t)

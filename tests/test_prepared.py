@@ -20,7 +20,7 @@ from memstore.store.plans import nodes
 from memstore.store.policy import Backend
 from memstore.store.prepared import Prepared
 from memstore.store.sync import drive
-from memstore.store.tables import DEFAULT_TENANT, sessions
+from memstore.store.tables import DEFAULT_TENANT, TENANT_KEY, sessions
 from memstore.store.tenancy import scoped
 
 T = TypeVar("T")
@@ -265,17 +265,17 @@ def test_paused_gc_leaves_an_applications_frozen_objects_frozen() -> None:
 def test_loading_a_session_reads_its_nodes_in_stored_order_from_an_index(
     database_url: str,
 ) -> None:
-    """No sort of the session's rows: an index on (session_id, pk) gives them in order."""
+    """No sort of the session's rows: an index on (tenant, session_id, pk) gives them in order."""
     with SessionStore(database_url) as store, store.transaction(write=False) as connection:
         sql = nodes._SESSION_NODES.compiled(connection.dialect).sql
         cursor = connection.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
         if store.dialect == "sqlite":
-            cursor.execute(f"EXPLAIN QUERY PLAN {sql}", {"session_id": "s"})
+            cursor.execute(f"EXPLAIN QUERY PLAN {sql}", {"session_id": "s", TENANT_KEY: ""})
         else:  # with an empty table the planner would scan; ask what it does when it cannot
             cursor.execute("SET LOCAL enable_seqscan = off")
             cursor.execute("SET LOCAL enable_bitmapscan = off")
-            cursor.execute(f"EXPLAIN {sql}", {"session_id": "s"})
+            cursor.execute(f"EXPLAIN {sql}", {"session_id": "s", TENANT_KEY: ""})
         plan = " ".join(str(row[-1]) for row in cursor.fetchall())
-    assert "ix_nodes_session_id_pk" in plan, plan
+    assert "ix_nodes_tenant_session_id_pk" in plan, plan
     assert "TEMP B-TREE" not in plan, plan  # SQLite's sort
     assert "Sort" not in plan, plan  # PostgreSQL's

@@ -27,6 +27,7 @@ from memstore.store.import_batch import BATCH_ROWS
 from memstore.store.policy import POSTGRESQL
 from memstore.store.rows import block_rows, search_text, stored_rows
 from memstore.store.search import _phrase_search, _postgres_search, _split_query
+from memstore.store.tables import TENANT_KEY
 
 from .conftest import LEGACY
 
@@ -337,8 +338,9 @@ def explain(store: SessionStore, statement: Any) -> str:
     with store.engine.connect() as connection:
         connection.exec_driver_sql("SET enable_seqscan = off")
         compiled = statement.compile(connection)
-        params = tuple(compiled.params[name] for name in compiled.positiontup or ())
-        rows = connection.exec_driver_sql("EXPLAIN " + str(compiled), params or compiled.params)
+        given = compiled.construct_params({TENANT_KEY: store.tenant})  # as `tenancy.scoped` does
+        params = tuple(given[name] for name in compiled.positiontup or ())
+        rows = connection.exec_driver_sql("EXPLAIN " + str(compiled), params or given)
         return "\n".join(str(row[0]) for row in rows)
 
 

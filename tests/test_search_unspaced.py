@@ -20,6 +20,7 @@ from memstore.store.migrate import alembic_config
 from memstore.store.policy import backend_of
 from memstore.store.rows import search_chars
 from memstore.store.search import _phrase_search, text_snippet
+from memstore.store.tables import TENANT_KEY
 
 from .test_query import check_fts
 
@@ -159,7 +160,8 @@ def _plan(store: SessionStore, dialect: str) -> str:
             explain = "EXPLAIN QUERY PLAN "
         compiled = statement.compile(connection)
         names = compiled.positiontup
-        params = tuple(compiled.params[n] for n in names) if names else compiled.params
+        given = compiled.construct_params({TENANT_KEY: store.tenant})  # as a store binds it
+        params = tuple(given[n] for n in names) if names else given
         rows = connection.exec_driver_sql(explain + str(compiled), params).all()
     return "\n".join(str(row[-1]) for row in rows)
 

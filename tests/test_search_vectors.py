@@ -14,7 +14,7 @@ from memstore import SessionStore
 from memstore.store import folding
 from memstore.store.migrate import alembic_config
 from memstore.store.search import _postgres_search
-from memstore.store.tables import PG_INDEXED_CHARS
+from memstore.store.tables import PG_INDEXED_CHARS, TENANT_KEY
 
 # Accents, combining marks, punctuation, unspaced scripts, case, and texts longer than the
 # vectors hold, with an accent and a word right at the cut.
@@ -114,7 +114,8 @@ def test_the_search_matches_and_ranks_the_stored_vectors(postgres_url: str) -> N
             assert "ts_rank(nodes.search_vector" in sql, sql
             connection.execute(sqlalchemy.text("SET enable_seqscan = off"))
             explained = "EXPLAIN " + sql
-            rows = connection.exec_driver_sql(explained, compiled.params).all()
+            given = compiled.construct_params({TENANT_KEY: store.tenant})  # as a store binds it
+            rows = connection.exec_driver_sql(explained, given).all()
         plan = "\n".join(str(row[0]) for row in rows)
         assert "ix_nodes_search " in plan or "ix_nodes_search\n" in plan + "\n", plan
         # folding in SQL is left to the turns longer than the vectors hold (a partial index)

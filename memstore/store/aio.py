@@ -34,13 +34,14 @@ from memstore.store.engine import (
 from memstore.store.errors import translate_database_errors
 from memstore.store.handle import HandleBase
 from memstore.store.handoff import LoopConnection
-from memstore.store.migrate import check_ready, is_current, migrate_in, require_ready
+from memstore.store.migrate import check_ready, is_current, migrate_in, require_ready, upgrade
 from memstore.store.operation import Asynchronous, Await, Program, Request, Run
 from memstore.store.plans import Boundary, Plan, Step, as_call
 from memstore.store.policy import backend_of
 from memstore.store.prepared import Prepared, PreparedRows, as_sqlalchemy_errors
 from memstore.store.sync import drive as sync_drive
 from memstore.store.sync import run as sync_run
+from memstore.store.tables import DEFAULT_TENANT
 from memstore.store.tenancy import scoped
 from memstore.store.time_limits import PROGRESS_STEPS, SqliteTimeLimit
 from memstore.types import Migrator
@@ -157,6 +158,7 @@ class AsyncSessionStore(StoreBase, Asynchronous):
         read_only: bool = False,
         schema: str | None = None,
         redact: Redactor | None = None,
+        tenant: str = DEFAULT_TENANT,
     ) -> None:
         self.engine = _async_store_engine(url, schema, read_only)
         super().__init__(
@@ -165,6 +167,7 @@ class AsyncSessionStore(StoreBase, Asynchronous):
             read_only=read_only,
             migrators=migrators,
             redact=redact,
+            tenant=tenant,
         )
         self._auto_migrate = auto_migrate
         self._opened = False
@@ -226,6 +229,9 @@ class AsyncSessionStore(StoreBase, Asynchronous):
             await connection.run_sync(require_ready)
 
     async def _upgrade_if_needed(self) -> None:
+        if self.backend.async_in_thread:  # SQLite: with foreign keys off, on its own driver
+            await asyncio.to_thread(upgrade, self._sync(), only_if_needed=True)
+            return
         async with self.engine.connect() as connection:
             if await connection.run_sync(is_current):
                 return

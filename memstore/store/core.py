@@ -11,6 +11,7 @@ from memstore.store.operation import Run
 from memstore.store.plans import Plan
 from memstore.store.policy import backend_of
 from memstore.store.tables import DEFAULT_TENANT
+from memstore.store.tenancy import valid_tenant
 from memstore.types import Migrator, SessionNode, Turn, TurnLike, parse_turn
 
 __all__ = ["StoreCore"]
@@ -29,6 +30,7 @@ class StoreCore:
         read_only: bool,
         migrators: Sequence[Migrator],
         redact: Redactor | None = None,
+        tenant: str = DEFAULT_TENANT,
     ) -> None:
         self.backend = backend_of(dialect)
         self.dialect = dialect
@@ -36,7 +38,7 @@ class StoreCore:
         self.read_only = read_only
         self.migrators = tuple(migrators)
         self.redact = redact
-        self.tenant = DEFAULT_TENANT
+        self.tenant = valid_tenant(tenant)
         """Whose rows the store reads and writes (`tenancy`): every plan runs scoped to it."""
 
     def _redacted(self, turns: Iterable[TurnLike]) -> Iterable[TurnLike]:

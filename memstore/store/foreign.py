@@ -35,7 +35,7 @@ from memstore.store.plans import (
 from memstore.store.policy import Backend
 from memstore.store.prepared import Prepared
 from memstore.store.stored_lines import match_lines, match_prefix
-from memstore.store.tables import node_usage, sessions
+from memstore.store.tables import node_usage, of_tenant, sessions
 from memstore.types import validate_session_id
 
 __all__ = ["foreign_import_plans", "import_foreign_file"]
@@ -189,7 +189,9 @@ def _describe_session(
     except InvalidArgumentError as exc:  # the file's header holds what the database cannot
         raise JsonlError(target.path, None, f"the session's {exc}") from exc
     yield (
-        update(sessions).where(sessions.c.id == target.session_id).values(head=facts.head, **times)
+        update(sessions)
+        .where(of_tenant(sessions), sessions.c.id == target.session_id)
+        .values(head=facts.head, **times)
     )
 
 

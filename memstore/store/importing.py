@@ -36,7 +36,7 @@ from memstore.store.import_locks import hold, running
 from memstore.store.owners import ImportOwner, refusal, release, token_of
 from memstore.store.plans import COMMIT, ROLLBACK, Plan, now_ms
 from memstore.store.policy import Backend
-from memstore.store.tables import IN_STORED_ORDER, TENANT, nodes, records, sessions
+from memstore.store.tables import IN_STORED_ORDER, TENANT, nodes, of_tenant, records, sessions
 
 __all__ = [
     "CHUNK_SECONDS",
@@ -79,7 +79,8 @@ def claim_new_session(backend: Backend, session_id: str, owner: ImportOwner) -> 
         SessionImportingError: a live import of the session runs.
     """
     database = yield from database_file(backend)
-    row = (yield select(sessions.c.importing).where(sessions.c.id == session_id)).first()
+    query = select(sessions.c.importing).where(of_tenant(sessions), sessions.c.id == session_id)
+    row = (yield query).first()
     if row is not None and row.importing is not None:
         if running(token_of(row.importing), database) or not (
             yield from _take_over(session_id, row.importing, database)
@@ -132,7 +133,8 @@ def complete(session_id: str, owner: ImportOwner, values: dict[str, object]) -> 
     """Make the imported session visible: clear its mark, setting `values` (head, times)."""
     done = yield (
         update(sessions)
-        .where(sessions.c.id == session_id, sessions.c.importing == owner.marker)
+        .where(of_tenant(sessions), sessions.c.id == session_id)
+        .where(sessions.c.importing == owner.marker)
         .values(importing=None, **values)
     )
     if done.rowcount != 1:  # only a take-over (forced, or of a lock not shared) does this
@@ -145,7 +147,7 @@ def discard(session_id: str, owner: ImportOwner) -> Plan[None]:
     its nodes newest first (their blocks go with them), then its row."""
     for table, keys in ((records, records.c.pk), (nodes, nodes.c.pk)):
         while True:
-            owned = select(keys).where(table.c.session_id == session_id)
+            owned = select(keys).where(of_tenant(table), table.c.session_id == session_id)
             if table is nodes:
                 owned = owned.where(IN_STORED_ORDER)
             chunk = owned.order_by(keys.desc()).limit(DELETE_ROWS).scalar_subquery()
@@ -155,7 +157,9 @@ def discard(session_id: str, owner: ImportOwner) -> Plan[None]:
             yield COMMIT
             if result.rowcount < DELETE_ROWS:
                 break
-    yield delete(sessions).where(sessions.c.id == session_id, sessions.c.importing == owner.marker)
+    yield delete(sessions).where(
+        of_tenant(sessions), sessions.c.id == session_id, sessions.c.importing == owner.marker
+    )
     yield COMMIT
 
 
@@ -173,7 +177,8 @@ def _take_over(session_id: str, marker: str, database: str) -> Plan[bool]:
     try:
         taken = yield (
             update(sessions)
-            .where(sessions.c.id == session_id, sessions.c.importing == marker)
+            .where(of_tenant(sessions), sessions.c.id == session_id)
+            .where(sessions.c.importing == marker)
             .values(importing=cleaner.marker)
         )
         yield COMMIT
@@ -196,7 +201,7 @@ def abandoned_imports(backend: Backend, force: Collection[str] = ()) -> Plan[lis
         raise InvalidArgumentError(f"force takes a list of session ids, not the string {force!r}")
     database = yield from database_file(backend)
     rows = yield select(sessions.c.id, sessions.c.importing).where(
-        sessions.c.importing.is_not(None)
+        of_tenant(sessions), sessions.c.importing.is_not(None)
     )
     marks: dict[str, str] = {row.id: row.importing for row in rows}
     for session_id in force:

@@ -67,6 +67,7 @@ from memstore.store.tables import (
     nodes_fts,
     nodes_fts_backlog,
     nodes_fts_chars,
+    of_tenant,
     of_visible_session,
     sessions,
 )
@@ -206,20 +207,23 @@ def _postgres_phrase_matches(
         tsquery = tsquery.op("&&")(phrase)
     vector = nodes.c.search_chars_vector  # NULL for turns without such characters
     rank: ColumnElement[Any] = func.ts_rank(vector, tsquery)
-    statement = select(nodes.c.pk).where(vector.is_not(None), vector.op("@@")(tsquery))
+    indexed = vector.is_not(None) & vector.op("@@")(tsquery)
     if words:
         word_query = _pg_words_query(words)
         word_vector = nodes.c.search_vector
-        statement = statement.where(word_vector.op("@@")(word_query))
+        indexed = indexed & word_vector.op("@@")(word_query)
         rank = rank + func.ts_rank(word_vector, word_query)
-    oversized = _pg_oversized_matches(words + unspaced, chars=True)
-    statement = statement.where(of_visible_session(nodes.c.session_id))
-    oversized = oversized.where(of_visible_session(nodes.c.session_id))
+    oversized = _pg_oversized_matches(words + unspaced, chars=True).with_only_columns(nodes.c.pk)
+    # The tenant's and session's conditions outside the matches (beside them, the planner may
+    # read the tenant's part of a key instead); a turn only the oversized match finds ranks 0.
+    found = select(nodes.c.pk).where(indexed).union(oversized)
+    ranked = case((indexed, rank), else_=literal(0.0))
+    statement = select(nodes.c.pk, ranked.label("rank")).where(
+        nodes.c.pk.in_(found), of_visible_session(nodes.c.session_id)
+    )
     if session_id is not None:
         statement = statement.where(nodes.c.session_id == session_id)
-        oversized = oversized.where(nodes.c.session_id == session_id)
-    matches = union_all(statement.add_columns(rank.label("rank")), oversized).subquery()
-    return select(matches.c.pk, func.max(matches.c.rank).label("rank")).group_by(matches.c.pk)
+    return statement
 
 
 def _phrase_search(
@@ -288,14 +292,16 @@ def _postgres_search(words: list[str], session_id: str | None, limit: int) -> Se
     text, for the snippet made in Python."""
     tsquery = _pg_words_query(words)
     vector = nodes.c.search_vector
-    # One scan of the two indexes (a BitmapOr), so the planner reads only the turns they list.
+    # One scan of the two indexes (a BitmapOr), so the planner reads only the turns they list;
+    # MATERIALIZED, so that it cannot read the tenant's part of a key instead.
     found = or_(vector.op("@@")(tsquery), _pg_oversized_holding(words, chars=False))
-    matches = select(nodes.c.pk, func.ts_rank(vector, tsquery).label("rank")).where(
-        found, of_visible_session(nodes.c.session_id)
-    )
+    rank = func.ts_rank(vector, tsquery).label("rank")
+    columns = (nodes.c.pk, nodes.c.tenant, nodes.c.session_id, rank)
+    matched = select(*columns).where(found).cte("matched").prefix_with("MATERIALIZED")
+    matches = select(matched.c.pk, matched.c.rank).where(of_visible_session(matched.c.session_id))
     if session_id is not None:
-        matches = matches.where(nodes.c.session_id == session_id)
-    best = matches.order_by(text("rank DESC"), nodes.c.pk).limit(limit).subquery()
+        matches = matches.where(matched.c.session_id == session_id)
+    best = matches.order_by(text("rank DESC"), matched.c.pk).limit(limit).subquery()
     shown = func.left(nodes.c.search_text, literal_column(str(PG_INDEXED_CHARS)))
     hits = select(*_HIT_COLUMNS, best.c.rank, shown.label("search_text"))
     hits = hits.join_from(nodes, best, nodes.c.pk == best.c.pk)
@@ -422,7 +428,8 @@ def _with_long_snippets(hits: list[SearchHit], terms: list[str]) -> Plan[list[Se
     done: list[SearchHit] = []
     for hit in hits:
         if hit.snippet is None:
-            where = (nodes.c.session_id == hit.session_id) & (nodes.c.id == hit.node_id)
+            where = of_tenant(nodes) & (nodes.c.session_id == hit.session_id)
+            where &= nodes.c.id == hit.node_id
             column = cast(node_search.c.search_text, LargeBinary)  # derived (migration 0016)
             lookup = select(column).join_from(nodes, node_search, node_search.c.pk == nodes.c.pk)
             (found,) = yield lookup.where(where)
@@ -436,6 +443,8 @@ def _with_agents(hits: list[SearchHit]) -> Plan[list[SearchHit]]:
     if not hits:
         return hits
     ids = sorted({hit.session_id for hit in hits})
-    rows = yield select(sessions.c.id, sessions.c.meta).where(sessions.c.id.in_(ids))
+    rows = yield select(sessions.c.id, sessions.c.meta).where(
+        of_tenant(sessions), sessions.c.id.in_(ids)
+    )
     agents = {row.id: agent_of(row.meta) for row in rows}
     return [dataclasses.replace(hit, agent=agents[hit.session_id]) for hit in hits]

@@ -16,7 +16,14 @@ from memstore.jsonl import Line, Record, append_lines, head_line, node_line
 from memstore.store import import_batch
 from memstore.store.plans import Plan, lookup_id, node_rows
 from memstore.store.prepared import Prepared
-from memstore.store.tables import IN_STORED_ORDER, NOT_IMPORTING, nodes, records, sessions
+from memstore.store.tables import (
+    IN_STORED_ORDER,
+    NOT_IMPORTING,
+    nodes,
+    of_tenant,
+    records,
+    sessions,
+)
 
 __all__ = ["StoredLines", "export_session", "match_lines", "match_prefix", "stored_text"]
 
@@ -27,13 +34,13 @@ __all__ = ["StoredLines", "export_session", "match_lines", "match_prefix", "stor
 # streamed from the driver's cursor (server-side ones on PostgreSQL), a batch at a time.
 _RECORDS_IN_ORDER = Prepared(
     select(records.c.kind, records.c.node_id, records.c.raw)
-    .where(records.c.session_id == bindparam("session_id"))
+    .where(of_tenant(records), records.c.session_id == bindparam("session_id"))
     .order_by(records.c.pk),
     streamed=True,
 )
 _NODES_IN_ORDER = Prepared(
     select(nodes.c.id, nodes.c.parent_id, nodes.c.turn_json, nodes.c.created_at)
-    .where(nodes.c.session_id == bindparam("session_id"), IN_STORED_ORDER)
+    .where(of_tenant(nodes), nodes.c.session_id == bindparam("session_id"), IN_STORED_ORDER)
     .order_by(nodes.c.pk),
     streamed=True,
 )

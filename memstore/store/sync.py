@@ -26,6 +26,7 @@ from memstore.store.operation import Await, Program, Request, Run, Synchronous
 from memstore.store.plans import COMMIT, Boundary, Plan, Step, as_call
 from memstore.store.policy import backend_of
 from memstore.store.prepared import Prepared, as_sqlalchemy_errors, stream_rows
+from memstore.store.tables import DEFAULT_TENANT
 from memstore.store.tenancy import scoped
 from memstore.store.time_limits import PROGRESS_STEPS, SqliteTimeLimit
 from memstore.types import Migrator
@@ -140,6 +141,11 @@ class SessionStore(StoreBase, Synchronous):
         redact: run on every turn before it is hashed and stored (appends, keyed appends,
             imports, compaction's summaries; see `memstore.redact`), e.g.
             `memstore.redact.secrets()`; None (the default) stores turns as given.
+        tenant: whose sessions the store reads and writes (see docs/tenants.md): every
+            operation sees only this tenant's rows, and two tenants may hold sessions of the
+            same id and the same turns. Default: the default tenant (''), which a database
+            migrated from before tenants holds everything in. Up to 64 letters, digits and
+            `_ - . : @`, starting with a letter or digit (InvalidArgumentError otherwise).
 
     Raises:
         StoreNotReadyError: read-only, and the database is not at this memstore's revision.
@@ -157,6 +163,7 @@ class SessionStore(StoreBase, Synchronous):
         read_only: bool = False,
         schema: str | None = None,
         redact: Redactor | None = None,
+        tenant: str = DEFAULT_TENANT,
     ) -> None:
         self.engine = store_engine(url, schema=schema, read_only=read_only)
         try:
@@ -166,6 +173,7 @@ class SessionStore(StoreBase, Synchronous):
                 read_only=read_only,
                 migrators=migrators,
                 redact=redact,
+                tenant=tenant,
             )
             if auto_migrate:
                 with translate_database_errors("opening the store"):

@@ -60,7 +60,6 @@ from sqlalchemy import (
     Column,
     ColumnElement,
     Float,
-    ForeignKey,
     ForeignKeyConstraint,
     Index,
     Integer,
@@ -69,6 +68,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    and_,
     bindparam,
     column,
     func,
@@ -163,9 +163,16 @@ TENANT = bindparam(TENANT_KEY, type_=String(64))
 """The store's tenant in a statement: `table.c.tenant == TENANT` (see `of_tenant`)."""
 
 
-def tenant_column() -> Column[str]:
-    """The column that says whose a row is (migration 0028): every table has it."""
-    return Column("tenant", String(64), nullable=False, server_default=DEFAULT_TENANT)
+def tenant_column(*, primary_key: bool = True) -> Column[str]:
+    """The column that says whose a row is (migration 0028): every table has it, first in its
+    keys (migration 0030), so that two tenants may hold the same session and node ids."""
+    return Column(
+        "tenant",
+        String(64),
+        nullable=False,
+        server_default=DEFAULT_TENANT,
+        primary_key=primary_key,
+    )
 
 
 def of_tenant(table: Any) -> ColumnElement[bool]:
@@ -214,24 +221,32 @@ expiry_defaults = Table(
 
 # A keyset page of sessions, most recently updated first (ties by id), reads this index in its
 # order from the cursor on, with no sort (migration 0024).
-Index("ix_sessions_updated_at_id", sessions.c.updated_at.desc(), sessions.c.id)
+Index(
+    "ix_sessions_tenant_updated_at_id",
+    sessions.c.tenant,
+    sessions.c.updated_at.desc(),
+    sessions.c.id,
+)
 
 session_tags = Table(
     "session_tags",
     metadata,
     tenant_column(),
-    Column("session_id", Id, ForeignKey("sessions.id", ondelete="CASCADE"), primary_key=True),
+    Column("session_id", Id, primary_key=True),
     Column("tag", Id, primary_key=True),
-    Index(None, "tag"),
+    ForeignKeyConstraint(
+        ["tenant", "session_id"], ["sessions.tenant", "sessions.id"], ondelete="CASCADE"
+    ),
+    Index(None, "tenant", "tag"),
 )
 
 
 nodes = Table(
     "nodes",
     metadata,
-    tenant_column(),
+    tenant_column(primary_key=False),
     Column("pk", SerialKey, primary_key=True, autoincrement=True),
-    Column("session_id", Id, ForeignKey("sessions.id", ondelete="CASCADE"), nullable=False),
+    Column("session_id", Id, nullable=False),
     Column("id", Id, nullable=False),
     Column("parent_id", Id, nullable=True),
     Column("role", String(32), nullable=False),
@@ -241,31 +256,45 @@ nodes = Table(
     Column("search_chars", Text, nullable=False, server_default=""),
     Column("search_vector", SearchVector, nullable=True, info=POSTGRESQL_ONLY),
     Column("search_chars_vector", SearchVector, nullable=True, info=POSTGRESQL_ONLY),
-    UniqueConstraint("session_id", "id"),
+    UniqueConstraint("tenant", "session_id", "id"),
     ForeignKeyConstraint(
-        ["session_id", "parent_id"], ["nodes.session_id", "nodes.id"], ondelete="CASCADE"
+        ["tenant", "session_id"], ["sessions.tenant", "sessions.id"], ondelete="CASCADE"
+    ),
+    ForeignKeyConstraint(
+        ["tenant", "session_id", "parent_id"],
+        ["nodes.tenant", "nodes.session_id", "nodes.id"],
+        ondelete="CASCADE",
     ),
     CheckConstraint("parent_id IS NULL OR parent_id <> id", name="not_own_parent"),
     # Partial, so that a lookup by (session_id, id) can only use the unique index (migration
     # 0012): the children of a node, and a session's nodes in the order stored, without a sort
     # (for the statements that say `pk > 0`, see `IN_STORED_ORDER`).
-    Index(None, "session_id", "parent_id", **_where("parent_id IS NOT NULL")),
-    Index(None, "session_id", "pk", **_where("pk > 0")),
+    Index(None, "tenant", "session_id", "parent_id", **_where("parent_id IS NOT NULL")),
+    Index(None, "tenant", "session_id", "pk", **_where("pk > 0")),
 )
 
-NOT_IMPORTING = sessions.c.importing.is_(None)
-"""The condition every read of `sessions` adds: a session being imported is absent."""
+NOT_IMPORTING = and_(sessions.c.tenant == TENANT, sessions.c.importing.is_(None))
+"""The condition every read of `sessions` adds: a session of another tenant, or being
+imported, is absent."""
 
 
 def of_visible_session(session_id: ColumnElement[str]) -> ColumnElement[bool]:
-    """The condition every read of a session's rows adds: its session is not being imported
-    (a set that is empty but while an import runs: its partial index finds it at once)."""
-    return session_id.not_in(select(sessions.c.id).where(sessions.c.importing.is_not(None)))
+    """The condition every read of a session's rows adds: the row is the store's tenant's (when
+    `session_id` is a table's column), and its session is not being imported (a set that is
+    empty but while an import runs: its partial index finds it at once)."""
+    importing = select(sessions.c.id).where(
+        sessions.c.tenant == TENANT, sessions.c.importing.is_not(None)
+    )
+    visible = session_id.not_in(importing)
+    table = getattr(session_id, "table", None)
+    if table is None:  # a bound session id: the query's tables say whose rows they read
+        return visible
+    return and_(table.c.tenant == TENANT, visible)
 
 
 IN_STORED_ORDER = nodes.c.pk > literal_column("0")
 """The condition (always true) that lets a query read a session's nodes in the order stored,
-through the partial index `ix_nodes_session_id_pk`: add it to such queries."""
+through the partial index `ix_nodes_tenant_session_id_pk`: add it to such queries."""
 
 node_blocks = Table(
     "node_blocks",
@@ -282,28 +311,35 @@ node_blocks = Table(
     Column("input_json", Text, nullable=True, info=POSTGRESQL_ONLY),
     Column("output_json", Text, nullable=True, info=POSTGRESQL_ONLY),
     ForeignKeyConstraint(
-        ["session_id", "node_id"], ["nodes.session_id", "nodes.id"], ondelete="CASCADE"
+        ["tenant", "session_id", "node_id"],
+        ["nodes.tenant", "nodes.session_id", "nodes.id"],
+        ondelete="CASCADE",
     ),
-    Index(None, "session_id", "call_id"),
+    Index(None, "tenant", "session_id", "call_id"),
 )
 
 records = Table(
     "records",
     metadata,
-    tenant_column(),
+    tenant_column(primary_key=False),
     Column("pk", SerialKey, primary_key=True, autoincrement=True),
-    Column("session_id", Id, ForeignKey("sessions.id", ondelete="CASCADE"), nullable=False),
+    Column("session_id", Id, nullable=False),
     Column("kind", String(8), nullable=False),
     Column("node_id", Id, nullable=True),
     Column("raw", Text, nullable=True),
     ForeignKeyConstraint(
-        ["session_id", "node_id"], ["nodes.session_id", "nodes.id"], ondelete="CASCADE"
+        ["tenant", "session_id", "node_id"],
+        ["nodes.tenant", "nodes.session_id", "nodes.id"],
+        ondelete="CASCADE",
+    ),
+    ForeignKeyConstraint(
+        ["tenant", "session_id"], ["sessions.tenant", "sessions.id"], ondelete="CASCADE"
     ),
     CheckConstraint("kind IN ('append', 'node', 'head', 'other')", name="known_kind"),
-    Index(None, "session_id", "pk"),
+    Index(None, "tenant", "session_id", "pk"),
     # A foreign key's referencing columns: deleting a node finds its records by index
     # (migration 0027; without it PostgreSQL read all the session's records per node).
-    Index(None, "session_id", "node_id"),
+    Index(None, "tenant", "session_id", "node_id"),
 )
 
 node_usage = Table(
@@ -320,11 +356,13 @@ node_usage = Table(
     Column("cache_write_tokens", BigInteger, nullable=True),
     Column("cost_usd", Float, nullable=True),
     ForeignKeyConstraint(
-        ["session_id", "node_id"], ["nodes.session_id", "nodes.id"], ondelete="CASCADE"
+        ["tenant", "session_id", "node_id"],
+        ["nodes.tenant", "nodes.session_id", "nodes.id"],
+        ondelete="CASCADE",
     ),
     # The copies of one node's usage in several sessions (forks), an earlier one found by
     # index: usage by model or day counts each model call once (migration 0027).
-    Index(None, "node_id", "session_id"),
+    Index(None, "tenant", "node_id", "session_id"),
 )
 
 node_keys = Table(
@@ -335,15 +373,17 @@ node_keys = Table(
     Column("key", Id, primary_key=True),
     Column("node_id", Id, nullable=False),
     ForeignKeyConstraint(
-        ["session_id", "node_id"], ["nodes.session_id", "nodes.id"], ondelete="CASCADE"
+        ["tenant", "session_id", "node_id"],
+        ["nodes.tenant", "nodes.session_id", "nodes.id"],
+        ondelete="CASCADE",
     ),
-    Index(None, "session_id", "node_id"),  # the foreign key's columns, as in `records`
+    Index(None, "tenant", "session_id", "node_id"),  # the foreign key's columns, as in `records`
 )
 
 erasures = Table(
     "erasures",
     metadata,
-    tenant_column(),
+    tenant_column(primary_key=False),
     Column("id", SerialKey, primary_key=True, autoincrement=True),
     Column("erased_at", BigInteger, nullable=False),
     Column("scope", String(8), nullable=False),
@@ -354,7 +394,7 @@ erasures = Table(
     Column("summaries_erased", Integer, nullable=False),
     Column("targets_json", Text, nullable=False),
     CheckConstraint("scope IN ('session', 'node', 'subject')", name="known_scope"),
-    Index(None, "erased_at"),
+    Index(None, "tenant", "erased_at"),
 )
 
 # SQLite's full-text index, for the statements that fill and query it (its rowid is `nodes.pk`).

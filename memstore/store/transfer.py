@@ -44,7 +44,7 @@ from memstore.store.plans import (
 )
 from memstore.store.policy import Backend
 from memstore.store.stored_lines import export_session, match_lines, match_prefix, stored_text
-from memstore.store.tables import sessions
+from memstore.store.tables import of_tenant, sessions
 from memstore.types import Migrator, is_storable_text, validate_session_id
 
 __all__ = [
@@ -223,7 +223,7 @@ def import_file(
     if not report.unchanged:
         yield (
             update(sessions)
-            .where(sessions.c.id == session_id)
+            .where(of_tenant(sessions), sessions.c.id == session_id)
             .values(head=report.leaf, **batch.session_times())
         )
     return report

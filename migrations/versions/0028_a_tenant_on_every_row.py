@@ -13,14 +13,13 @@ Revises: 0027
 Create Date: 2026-12-06
 """
 
-import importlib.util
 from collections.abc import Sequence
-from pathlib import Path
 
 import sqlalchemy as sa
 from alembic import op
 
 from memstore.errors import MigrationError
+from memstore.store.revision_scripts import revision_module
 
 revision: str = "0028"
 down_revision: str | None = "0027"
@@ -151,35 +150,25 @@ def upgrade() -> None:
         op.execute(FUNCTION)
 
 
-def _old_function() -> str:
-    """`memstore_append` as migration 0025 made it (the downgrade puts it back)."""
-    path = Path(__file__).with_name("0025_postgresql_append_function.py")
-    spec = importlib.util.spec_from_file_location("memstore_migration_0025", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return str(module.FUNCTION)
-
-
-def _refuse_other_tenants() -> None:
-    """Raise MigrationError naming a table that holds rows of a tenant other than the default."""
+def refuse_other_tenants(revision: str = "0028") -> None:
+    """Raise MigrationError naming a table that holds rows of a tenant other than the default:
+    below `revision`, tenants cannot be told apart."""
     bind = op.get_bind()
     for table in TABLES:
         found = bind.execute(sa.text(f"SELECT tenant FROM {table} WHERE tenant <> '' LIMIT 1"))
         row = found.first()
         if row is not None:
             raise MigrationError(
-                f"cannot downgrade below revision 0028: table {table} holds rows of tenant "
+                f"cannot downgrade below revision {revision}: table {table} holds rows of tenant "
                 f"{row[0]!r}, and older revisions have no tenants; export each tenant's sessions "
                 "with a store opened for each tenant, and erase them first"
             )
 
 
 def downgrade() -> None:
-    _refuse_other_tenants()
+    refuse_other_tenants()
     if op.get_bind().dialect.name == "postgresql":
         op.execute(DROP)
-        op.execute(_old_function())
+        op.execute(revision_module("0025").FUNCTION)
     for table in reversed(TABLES):
         op.drop_column(table, "tenant")

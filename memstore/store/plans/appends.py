@@ -40,6 +40,7 @@ from memstore.store.tables import (
     node_blocks,
     node_usage,
     nodes,
+    of_tenant,
     records,
     sessions,
 )
@@ -80,7 +81,7 @@ INSERT_BLOCKS = Prepared.insert(node_blocks, [c.name for c in node_blocks.column
 INSERT_RECORDS = Prepared.insert(records, [c.name for c in records.columns if c.name != "pk"])
 _MOVE_HEAD = Prepared(
     update(sessions)
-    .where(sessions.c.id == bindparam("session_id"))
+    .where(of_tenant(sessions), sessions.c.id == bindparam("session_id"))
     .values(head=bindparam("new_head"), updated_at=bindparam("now"))
 )
 
@@ -182,7 +183,7 @@ def upsert_usage(backend: Backend, rows: Sequence[Mapping[str, Any]]) -> Plan[No
     if rows:
         upsert = backend.insert(node_usage).values(tenant=TENANT)
         columns = {name: upsert.excluded[name] for name in NodeUsage.__dataclass_fields__}
-        keys = [node_usage.c.session_id, node_usage.c.node_id]
+        keys = [node_usage.c.tenant, node_usage.c.session_id, node_usage.c.node_id]
         yield upsert.on_conflict_do_update(index_elements=keys, set_=columns), list(rows)
 
 

@@ -56,6 +56,7 @@ from memstore.store.tables import (
     node_keys,
     node_usage,
     nodes,
+    of_tenant,
     records,
     sessions,
     stored_on,
@@ -166,7 +167,9 @@ def _seeds(backend: Backend, target: ErasureTarget) -> Plan[tuple[set[str], set[
     if target.scope == "session":
         return {key}, set()
     node = (
-        yield select(nodes.c.id).where(nodes.c.session_id == key, nodes.c.id == target.node_id)
+        yield select(nodes.c.id).where(
+            of_tenant(nodes), nodes.c.session_id == key, nodes.c.id == target.node_id
+        )
     ).first()
     if node is None:
         raise UnknownNodeError(target.session_id, str(target.node_id))
@@ -204,14 +207,21 @@ def _related(session_ids: set[str]) -> Plan[set[str]]:
     related = set(session_ids)
     ordered = sorted(session_ids)
     for start in range(0, len(ordered), CHUNK):
-        ids = select(nodes.c.id).where(nodes.c.session_id.in_(ordered[start : start + CHUNK]))
-        rows = yield select(nodes.c.session_id).where(nodes.c.id.in_(ids)).distinct()
+        chunk = ordered[start : start + CHUNK]
+        ids = select(nodes.c.id).where(of_tenant(nodes), nodes.c.session_id.in_(chunk))
+        rows = (
+            yield select(nodes.c.session_id).where(of_tenant(nodes), nodes.c.id.in_(ids)).distinct()
+        )
         related.update(rows.scalars())
-    importing = yield select(sessions.c.id).where(sessions.c.importing.is_not(None))
+    importing = yield select(sessions.c.id).where(
+        of_tenant(sessions), sessions.c.importing.is_not(None)
+    )
     return (related - set(importing.scalars())) | session_ids
 
 
-NOT_IMPORTING_NODE = nodes.c.session_id.in_(select(sessions.c.id).where(NOT_IMPORTING))
+NOT_IMPORTING_NODE = and_(
+    of_tenant(nodes), nodes.c.session_id.in_(select(sessions.c.id).where(NOT_IMPORTING))
+)
 
 
 def _load(session_ids: set[str]) -> Plan[_Graph]:
@@ -221,7 +231,7 @@ def _load(session_ids: set[str]) -> Plan[_Graph]:
     for start in range(0, len(ordered), CHUNK):
         chunk = ordered[start : start + CHUNK]
         rows = yield select(*columns, nodes.c.created_at, nodes.c.turn_json).where(
-            nodes.c.session_id.in_(chunk)
+            of_tenant(nodes), nodes.c.session_id.in_(chunk)
         )
         for session_id, node_id, parent_id, role, created_at, turn_json in rows:
             key = (session_id, node_id)
@@ -273,7 +283,7 @@ def _tombstone_rows(
     ]
     statement = (
         update(nodes)
-        .where(nodes.c.session_id == bindparam("s"), nodes.c.id == bindparam("i"))
+        .where(of_tenant(nodes), nodes.c.session_id == bindparam("s"), nodes.c.id == bindparam("i"))
         .values({name: bindparam(f"v_{name}", type_=nodes.c[name].type) for name in updated})
     )
     for start in range(0, len(keys), CHUNK):
@@ -297,14 +307,20 @@ def _tombstone_rows(
             # `node_keys` rows by node, so each statement scans its session's rows once
             for table in (node_blocks, node_usage, node_keys):
                 yield delete(table).where(
-                    table.c.session_id == session_id, table.c.node_id.in_(ids)
+                    of_tenant(table), table.c.session_id == session_id, table.c.node_id.in_(ids)
                 )
             yield (
                 update(records)
-                .where(records.c.session_id == session_id, records.c.node_id.in_(ids))
+                .where(
+                    of_tenant(records),
+                    records.c.session_id == session_id,
+                    records.c.node_id.in_(ids),
+                )
                 .values(raw=None)
             )
-            yield delete(records).where(records.c.session_id == session_id, _node_lines_of(ids))
+            yield delete(records).where(
+                of_tenant(records), records.c.session_id == session_id, _node_lines_of(ids)
+            )
         yield statement, node_rows
         if block_rows:
             yield INSERT_BLOCKS, block_rows
@@ -324,8 +340,9 @@ def _delete_sessions(ids: Sequence[str]) -> Plan[None]:
     for start in range(0, len(ids), CHUNK):
         chunk = ids[start : start + CHUNK]
         # unlink parents first, as `delete_session` does (SQLite's cascade depth)
-        yield update(nodes).where(nodes.c.session_id.in_(chunk)).values(parent_id=None)
-        yield delete(sessions).where(sessions.c.id.in_(chunk))
+        unlinked = update(nodes).where(of_tenant(nodes), nodes.c.session_id.in_(chunk))
+        yield unlinked.values(parent_id=None)
+        yield delete(sessions).where(of_tenant(sessions), sessions.c.id.in_(chunk))
 
 
 def erase(
@@ -385,7 +402,7 @@ def erase(
 
 def erasures_of(limit: int | None = None) -> Plan[list[dict[str, Any]]]:
     """The receipts, newest first."""
-    query = select(erasures).order_by(erasures.c.id.desc())
+    query = select(erasures).where(of_tenant(erasures)).order_by(erasures.c.id.desc())
     if limit is not None:
         query = query.limit(limit)
     rows = yield query

@@ -94,12 +94,12 @@ def _metadata_object(session_id: str, metadata: Mapping[str, Any]) -> dict[str, 
 def _copy_rows(table: Table, source_id: str, new_id: str) -> Any:
     """One INSERT ... SELECT that copies the source's rows of `table` (keyed by session and
     node) for the nodes the new session holds: no list of ids is bound, however long the path."""
-    copied = select(nodes.c.id).where(nodes.c.session_id == new_id)
+    copied = select(nodes.c.id).where(of_tenant(nodes), nodes.c.session_id == new_id)
     names = [column.name for column in table.columns]
     rows = select(
         *(
             literal(new_id, column.type).label(name) if name == "session_id" else column
             for name, column in zip(names, table.columns, strict=True)
         )
-    ).where(table.c.session_id == source_id, table.c.node_id.in_(copied))
+    ).where(of_tenant(table), table.c.session_id == source_id, table.c.node_id.in_(copied))
     return insert(table).from_select(names, rows)

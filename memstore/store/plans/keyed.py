@@ -23,7 +23,7 @@ from memstore.store.plans.contract import Plan, now_ms
 from memstore.store.plans.sessions import ensure_session, update_session
 from memstore.store.policy import Backend
 from memstore.store.prepared import Prepared
-from memstore.store.tables import TENANT, node_keys, sessions
+from memstore.store.tables import TENANT, node_keys, of_tenant, sessions
 from memstore.types import SessionNode, Turn, TurnLike, parse_turn, validate_session_id
 from memstore.usage import NodeUsage
 from memstore.writer_keys import MAX_KEY, key_record
@@ -37,13 +37,19 @@ in the same transaction (`update_session`'s keyword arguments), or None."""
 # The hot path's statements, compiled once (see `prepared`).
 _HELD_KEY = Prepared(
     select(node_keys.c.key).where(
-        node_keys.c.session_id == bindparam("session_id"), node_keys.c.key == bindparam("key")
+        of_tenant(node_keys),
+        node_keys.c.session_id == bindparam("session_id"),
+        node_keys.c.key == bindparam("key"),
     )
 )
 _INSERT_KEYS = Prepared.insert(node_keys, [c.name for c in node_keys.columns])
-_METADATA = Prepared(select(sessions.c.meta).where(sessions.c.id == bindparam("session_id")))
+_METADATA = Prepared(
+    select(sessions.c.meta).where(of_tenant(sessions), sessions.c.id == bindparam("session_id"))
+)
 _SET_METADATA = Prepared(
-    update(sessions).where(sessions.c.id == bindparam("session_id")).values(meta=bindparam("meta"))
+    update(sessions)
+    .where(of_tenant(sessions), sessions.c.id == bindparam("session_id"))
+    .values(meta=bindparam("meta"))
 )
 
 

@@ -15,7 +15,7 @@ from memstore.store.plans.contract import UNSET, Plan, Unset, now_ms
 from memstore.store.plans.nodes import refuse_bad_node_ids
 from memstore.store.plans.sessions import ensure_session, refuse_taken_id
 from memstore.store.policy import Backend
-from memstore.store.tables import NOT_IMPORTING, sessions
+from memstore.store.tables import NOT_IMPORTING, of_tenant, sessions
 from memstore.types import SessionNode, TurnLike, validate_session_id
 from memstore.usage import NodeUsage, parse_usage
 
@@ -90,7 +90,7 @@ def _append_merging(
     if exists is False:
         yield from refuse_taken_id(session_id)
     elif exists:
-        found = yield select(sessions.c.id).where(sessions.c.id == session_id)
+        found = yield select(sessions.c.id).where(of_tenant(sessions), sessions.c.id == session_id)
         if found.first() is None:
             raise UnknownSessionError(f"no session {session_id!r}")
     now = now_ms()
@@ -101,14 +101,18 @@ def _append_merging(
             raise HeadMovedError(session_id, cast(str | None, expected_head), head)
         if merged_id not in merges:
             continue
-        found = yield select(sessions.c.meta).where(sessions.c.id == merged_id)
+        found = yield select(sessions.c.meta).where(of_tenant(sessions), sessions.c.id == merged_id)
         metadata = dict(found.scalar_one_or_none() or {})
         for key, value in merges[merged_id].items():
             old = metadata.get(key)
             if isinstance(value, Mapping):
                 value = {**(old if isinstance(old, Mapping) else {}), **value}
             metadata[key] = value
-        yield update(sessions).where(sessions.c.id == merged_id).values(meta=metadata)
+        yield (
+            update(sessions)
+            .where(of_tenant(sessions), sessions.c.id == merged_id)
+            .values(meta=metadata)
+        )
     for node_id, node_usage in usages.items():
         yield from record_node_usage(backend, session_id, node_id, node_usage)
     if not turns:

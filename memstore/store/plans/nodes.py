@@ -29,6 +29,7 @@ from memstore.store.tables import (
     NOT_IMPORTING,
     Id,
     nodes,
+    of_tenant,
     of_visible_session,
     sessions,
 )
@@ -122,7 +123,9 @@ def session_row(session_id: str) -> Step:
 
 def _node_by_key(node_id: str) -> Select[Any]:
     return select(nodes.c.id, nodes.c.parent_id, nodes.c.created_at, nodes.c.turn_json).where(
-        nodes.c.session_id == bindparam("session_id"), nodes.c.id == bindparam(node_id)
+        of_tenant(nodes),
+        nodes.c.session_id == bindparam("session_id"),
+        nodes.c.id == bindparam(node_id),
     )
 
 
@@ -138,12 +141,13 @@ _NODES_BY_KEYS = {
 }
 _LOOKUP_CHUNK = 500  # ids per lookup: SQLite caps a statement's parameters
 _NODES_BY_ID = select(nodes.c.id, nodes.c.parent_id, nodes.c.turn_json, nodes.c.created_at).where(
+    of_tenant(nodes),
     nodes.c.session_id == bindparam("session_id"),
     nodes.c.id.in_(bindparam("node_ids", expanding=True)),
 )
 _SESSION_NODES = Prepared(
     select(nodes.c.id, nodes.c.parent_id, nodes.c.turn_json, nodes.c.created_at)
-    .where(nodes.c.session_id == bindparam("session_id"), IN_STORED_ORDER)
+    .where(of_tenant(nodes), nodes.c.session_id == bindparam("session_id"), IN_STORED_ORDER)
     .order_by(nodes.c.pk)
 )
 
@@ -167,7 +171,9 @@ def lookup_by_ids(
     `id IN (...)`, the planner may read the whole session instead, when it thinks it small.
     """
     if not backend.cost_based_planner:
-        return select(*columns).where(nodes.c.session_id == session_id, nodes.c.id.in_(node_ids))
+        return select(*columns).where(
+            of_tenant(nodes), nodes.c.session_id == session_id, nodes.c.id.in_(node_ids)
+        )
     given = (
         func.unnest(literal(list(node_ids), postgresql.ARRAY(Id)))
         .table_valued("id")
@@ -175,7 +181,7 @@ def lookup_by_ids(
     )
     found = (
         select(*columns)
-        .where(nodes.c.session_id == session_id, nodes.c.id == given.c.id)
+        .where(of_tenant(nodes), nodes.c.session_id == session_id, nodes.c.id == given.c.id)
         .limit(1)
         .lateral("found")
     )

@@ -29,6 +29,7 @@ from memstore.store.tables import (
     NOT_IMPORTING,
     Id,
     nodes,
+    of_tenant,
     of_visible_session,
     sessions,
 )
@@ -42,6 +43,7 @@ def _walk_start() -> Select[Any]:
     (`:session_id`) holds it and is visible."""
     session_id: Any = bindparam("session_id")
     return select(nodes.c.pk, nodes.c.parent_id, literal(1).label("depth")).where(
+        of_tenant(nodes),
         nodes.c.session_id == session_id,
         nodes.c.id == bindparam("leaf"),
         of_visible_session(session_id),  # of the parameter: checked once, not per row
@@ -66,7 +68,7 @@ def _walk_query(backend: Backend) -> Select[Any]:
     path = _walk_start().cte("path", recursive=True)
     parent = (
         select(nodes.c.pk, nodes.c.parent_id)
-        .where(nodes.c.session_id == session_id, nodes.c.id == path.c.parent_id)
+        .where(of_tenant(nodes), nodes.c.session_id == session_id, nodes.c.id == path.c.parent_id)
         .limit(1)
         .lateral("parent")
     )
@@ -88,6 +90,7 @@ def _indexed_walk_query() -> Select[Any]:
     path = _walk_start().cte("path", recursive=True)
     parent = nodes.alias("parent")
     step = select(parent.c.pk, parent.c.parent_id, (path.c.depth + 1).label("depth")).where(
+        of_tenant(parent),
         parent.c.session_id == session_id,
         parent.c.id == path.c.parent_id,
         path.c.depth < bindparam("limit"),
@@ -111,7 +114,7 @@ def _chain_check() -> Select[Any]:
     row: no such session, or one being imported."""
     session_id: Any = bindparam("session_id")
     leaf = func.coalesce(bindparam("leaf", type_=Id), sessions.c.head)
-    of_session = nodes.c.session_id == session_id
+    of_session = of_tenant(nodes) & (nodes.c.session_id == session_id)
     linked = nodes.c.parent_id.is_not(None)
 
     def count(*where: ColumnElement[bool]) -> Any:
@@ -146,6 +149,7 @@ def _chain_rows(backend: Backend, *, times: bool) -> Select[Any]:
     Without `times`, no `created_at` (for turns without their nodes)."""
     columns = [nodes.c.id, nodes.c.parent_id, nodes.c.turn_json]
     query = select(*columns, *([nodes.c.created_at] if times else [])).where(
+        of_tenant(nodes),
         nodes.c.session_id == bindparam("session_id"),
         IN_STORED_ORDER,
         nodes.c.pk <= bindparam("leaf_key"),

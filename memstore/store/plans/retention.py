@@ -35,6 +35,7 @@ from memstore.store.tables import (
     TENANT,
     expiry_defaults,
     nodes,
+    of_tenant,
     records,
     session_tags,
     sessions,
@@ -140,12 +141,17 @@ def _expires_at(now: int) -> ColumnElement[Any]:
     tag_default = (
         select(func.max(expiry_defaults.c.after_ms))
         .join(session_tags, session_tags.c.tag == expiry_defaults.c.tag)
-        .where(expiry_defaults.c.scope == "tag", session_tags.c.session_id == sessions.c.id)
+        .where(
+            of_tenant(expiry_defaults),
+            of_tenant(session_tags),
+            expiry_defaults.c.scope == "tag",
+            session_tags.c.session_id == sessions.c.id,
+        )
         .scalar_subquery()
     )
     store_default = (
         select(expiry_defaults.c.after_ms)
-        .where(expiry_defaults.c.scope == "store")
+        .where(of_tenant(expiry_defaults), expiry_defaults.c.scope == "store")
         .scalar_subquery()
     )
     lasting = func.coalesce(tag_default, store_default)
@@ -158,7 +164,9 @@ def _selected_sessions(filters: PruneFilters, now: int) -> Select[Any]:
     if filters.older_than is not None:
         query = query.where(sessions.c.updated_at < now - filters.older_than)
     if filters.tag is not None:
-        tagged = select(session_tags.c.session_id).where(session_tags.c.tag == filters.tag)
+        tagged = select(session_tags.c.session_id).where(
+            of_tenant(session_tags), session_tags.c.tag == filters.tag
+        )
         query = query.where(sessions.c.id.in_(tagged))
     if filters.expired:
         query = query.where(_expires_at(now) <= now)
@@ -175,14 +183,14 @@ def _sizes(backend: Backend, ids: Sequence[str]) -> Plan[dict[str, tuple[int, in
                 func.count(),
                 func.sum(backend.byte_length(nodes.c.turn_json)),
             )
-            .where(nodes.c.session_id.in_(chunk))
+            .where(of_tenant(nodes), nodes.c.session_id.in_(chunk))
             .group_by(nodes.c.session_id)
         )
         for session_id, count, size in turns:
             found[session_id] = (count, int(size or 0))
         lines = (
             yield select(records.c.session_id, func.sum(backend.byte_length(records.c.raw)))
-            .where(records.c.session_id.in_(chunk), records.c.raw.is_not(None))
+            .where(of_tenant(records), records.c.session_id.in_(chunk), records.c.raw.is_not(None))
             .group_by(records.c.session_id)
         )
         for session_id, size in lines:
@@ -204,10 +212,12 @@ def _whole_sessions(
             # recurses once per level, which SQLite refuses beyond 1,000 levels.
             yield (
                 update(nodes)
-                .where(nodes.c.session_id.in_(chunk), nodes.c.parent_id.is_not(None))
+                .where(
+                    of_tenant(nodes), nodes.c.session_id.in_(chunk), nodes.c.parent_id.is_not(None)
+                )
                 .values(parent_id=None)
             )
-            yield delete(sessions).where(sessions.c.id.in_(chunk))
+            yield delete(sessions).where(of_tenant(sessions), sessions.c.id.in_(chunk))
     return tuple(PrunedSession(id, *sizes.get(id, (0, 0))) for id in ids)
 
 
@@ -217,13 +227,14 @@ def _with_other_tips(spared: Select[Any] | None) -> Select[Any]:
     only tip is reached from every node)."""
     child = nodes.alias("child")
     has_child = exists().where(
-        child.c.session_id == nodes.c.session_id, child.c.parent_id == nodes.c.id
+        of_tenant(child), child.c.session_id == nodes.c.session_id, child.c.parent_id == nodes.c.id
     )
     query = select(sessions.c.id).where(NOT_IMPORTING)
     if spared is not None:
         query = query.where(sessions.c.id.not_in(spared))
     return query.where(
         exists().where(
+            of_tenant(nodes),
             nodes.c.session_id == sessions.c.id,
             nodes.c.id != func.coalesce(sessions.c.head, ""),
             ~has_child,
@@ -236,12 +247,13 @@ def _unreached(backend: Backend, session_ids: Sequence[str]) -> Select[Any]:
     node but the head's ancestors (a session without a head reaches none of its nodes)."""
     reach = (
         select(sessions.c.id.label("session_id"), sessions.c.head.label("id"))
-        .where(sessions.c.id.in_(session_ids), sessions.c.head.is_not(None))
+        .where(of_tenant(sessions), sessions.c.id.in_(session_ids), sessions.c.head.is_not(None))
         .cte("reach", recursive=True)
     )
     parent = nodes.alias("parent")
     reach = reach.union(
         select(parent.c.session_id, parent.c.parent_id).where(
+            of_tenant(parent),
             parent.c.session_id == reach.c.session_id,
             parent.c.id == reach.c.id,
             parent.c.parent_id.is_not(None),
@@ -250,13 +262,17 @@ def _unreached(backend: Backend, session_ids: Sequence[str]) -> Select[Any]:
     reached = exists().where(reach.c.session_id == nodes.c.session_id, reach.c.id == nodes.c.id)
     lines = (
         select(func.sum(backend.byte_length(records.c.raw)))
-        .where(records.c.session_id == nodes.c.session_id, records.c.node_id == nodes.c.id)
+        .where(
+            of_tenant(records),
+            records.c.session_id == nodes.c.session_id,
+            records.c.node_id == nodes.c.id,
+        )
         .scalar_subquery()
     )
     size = backend.byte_length(nodes.c.turn_json) + func.coalesce(lines, 0)
     return (
         select(nodes.c.session_id, nodes.c.id, size)
-        .where(nodes.c.session_id.in_(session_ids), ~reached)
+        .where(of_tenant(nodes), nodes.c.session_id.in_(session_ids), ~reached)
         .order_by(nodes.c.session_id, nodes.c.pk)
     )
 
@@ -276,7 +292,9 @@ def _unreached_branches(
     if delete_:
         for session_id, (node_ids, _) in found.items():
             for chunk in _chunks(node_ids):
-                of_branch = and_(nodes.c.session_id == session_id, nodes.c.id.in_(chunk))
+                of_branch = and_(
+                    of_tenant(nodes), nodes.c.session_id == session_id, nodes.c.id.in_(chunk)
+                )
                 yield update(nodes).where(of_branch).values(parent_id=None)
                 yield delete(nodes).where(of_branch)
     return tuple(
@@ -312,7 +330,9 @@ def prune(backend: Backend, filters: PruneFilters, now: int, *, delete_: bool) -
 def set_expiry_default(after_ms: int | None, tag: str | None) -> Plan[None]:
     """Set (None: remove) the store's default expiry, or `tag`'s."""
     scope, key = ("store", "") if tag is None else ("tag", tag)
-    where = and_(expiry_defaults.c.scope == scope, expiry_defaults.c.tag == key)
+    where = and_(
+        of_tenant(expiry_defaults), expiry_defaults.c.scope == scope, expiry_defaults.c.tag == key
+    )
     yield delete(expiry_defaults).where(where)
     if after_ms is not None:
         yield insert(expiry_defaults).values(tenant=TENANT, scope=scope, tag=key, after_ms=after_ms)
@@ -320,7 +340,8 @@ def set_expiry_default(after_ms: int | None, tag: str | None) -> Plan[None]:
 
 def expiry_defaults_of() -> Plan[ExpiryDefaults]:
     """The store's default expiry and its tags'."""
-    rows = yield select(expiry_defaults).order_by(expiry_defaults.c.scope, expiry_defaults.c.tag)
+    query = select(expiry_defaults).where(of_tenant(expiry_defaults))
+    rows = yield query.order_by(expiry_defaults.c.scope, expiry_defaults.c.tag)
     store: int | None = None
     tags: dict[str, int] = {}
     for row in rows:

@@ -27,6 +27,7 @@ from memstore import jsjson
 from memstore.store.plans.contract import Plan
 from memstore.store.prepared import Prepared
 from memstore.store.rows import search_text
+from memstore.store.tables import TENANT_KEY
 
 __all__ = ["LONG_TEXT", "SEARCH_BACKLOG", "backlog_waiting", "index_backlog", "index_new_nodes"]
 
@@ -37,23 +38,31 @@ LONG_TEXT = 1 << 20
 
 _INDEXED_TEXTS = """INSERT INTO {table} (rowid, {column})
 SELECT n.pk, t.value ->> '$[1]' FROM json_each(:texts) AS t
-CROSS JOIN nodes AS n ON n.session_id = :session_id AND n.id = t.value ->> '$[0]'"""
-_INDEX_NODES = Prepared(text(_INDEXED_TEXTS.format(table="nodes_fts", column="search_text")))
+CROSS JOIN nodes AS n ON n.tenant = :{tenant} AND n.session_id = :session_id
+    AND n.id = t.value ->> '$[0]'"""
+_INDEX_NODES = Prepared(
+    text(_INDEXED_TEXTS.format(table="nodes_fts", column="search_text", tenant=TENANT_KEY))
+)
 # The index of characters of scripts without spaces holds only the nodes that have some.
-_INDEX_CHARS = Prepared(text(_INDEXED_TEXTS.format(table="nodes_fts_chars", column="search_chars")))
+_INDEX_CHARS = Prepared(
+    text(_INDEXED_TEXTS.format(table="nodes_fts_chars", column="search_chars", tenant=TENANT_KEY))
+)
 # A long text is indexed by itself, bound as it is: through JSON, SQLite copied it about eight
 # times (json_each's value, then `->>`), 260 MB for a 30 MB turn.
 _INDEXED_TEXT = """INSERT INTO {table} (rowid, {column})
-SELECT pk, :text FROM nodes WHERE session_id = :session_id AND id = :key"""
-_INDEX_NODE = Prepared(text(_INDEXED_TEXT.format(table="nodes_fts", column="search_text")))
+SELECT pk, :text FROM nodes WHERE tenant = :{tenant} AND session_id = :session_id AND id = :key"""
+_INDEX_NODE = Prepared(
+    text(_INDEXED_TEXT.format(table="nodes_fts", column="search_text", tenant=TENANT_KEY))
+)
 _INDEX_NODE_CHARS = Prepared(
-    text(_INDEXED_TEXT.format(table="nodes_fts_chars", column="search_chars"))
+    text(_INDEXED_TEXT.format(table="nodes_fts_chars", column="search_chars", tenant=TENANT_KEY))
 )
 # The backlog's size comes back with the insert: one statement (on an asyncio connection, each
 # is a round trip to the driver's thread).
 _INTO_BACKLOG = Prepared(
     text(
-        "INSERT INTO nodes_fts_backlog (pk) SELECT pk FROM nodes WHERE session_id = :session_id "
+        f"INSERT INTO nodes_fts_backlog (pk) SELECT pk FROM nodes WHERE tenant = :{TENANT_KEY} "
+        "AND session_id = :session_id "
         "AND id IN (SELECT value FROM json_each(:node_ids)) "
         "RETURNING (SELECT count(*) FROM nodes_fts_backlog)"
     )

@@ -35,7 +35,15 @@ from memstore.store.plans.paging import Window
 from memstore.store.plans.retention import epoch_ms
 from memstore.store.policy import BACKENDS, Backend
 from memstore.store.prepared import Prepared
-from memstore.store.tables import NOT_IMPORTING, TENANT, node_usage, nodes, session_tags, sessions
+from memstore.store.tables import (
+    NOT_IMPORTING,
+    TENANT,
+    node_usage,
+    nodes,
+    of_tenant,
+    session_tags,
+    sessions,
+)
 from memstore.types import validate_session_id
 from memstore.usage import cost_total
 
@@ -124,7 +132,9 @@ def _ensure_session_statement(backend: Backend) -> Prepared:
             created_at=bindparam("now"),
             updated_at=bindparam("now"),
         )
-        .on_conflict_do_update(index_elements=[sessions.c.id], set_={"head": sessions.c.head})
+        .on_conflict_do_update(
+            index_elements=[sessions.c.tenant, sessions.c.id], set_={"head": sessions.c.head}
+        )
         .returning(sessions.c.head, sessions.c.importing)
     )
 
@@ -146,7 +156,8 @@ def ensure_session(backend: Backend, session_id: str, now: int) -> Plan[str | No
 def refuse_taken_id(session_id: str) -> Plan[None]:
     """Raise SessionExistsError if a session `session_id` exists (SessionImportingError if it
     is being imported): a new session's id must be free."""
-    taken = (yield select(sessions.c.importing).where(sessions.c.id == session_id)).first()
+    query = select(sessions.c.importing).where(of_tenant(sessions), sessions.c.id == session_id)
+    taken = (yield query).first()
     if taken is not None:
         refuse_if_importing(session_id, taken.importing)
         raise SessionExistsError(f"session {session_id!r} already exists; choose another id")
@@ -211,11 +222,11 @@ def _tip_count() -> Any:
     """Per session: nodes that no node names as parent, i.e. the tips of its branches."""
     child = nodes.alias("child")
     has_child = select(child.c.id).where(
-        child.c.session_id == nodes.c.session_id, child.c.parent_id == nodes.c.id
+        of_tenant(child), child.c.session_id == nodes.c.session_id, child.c.parent_id == nodes.c.id
     )
     return (
         select(func.count())
-        .where(nodes.c.session_id == sessions.c.id, ~has_child.exists())
+        .where(of_tenant(nodes), nodes.c.session_id == sessions.c.id, ~has_child.exists())
         .scalar_subquery()
     )
 
@@ -224,14 +235,14 @@ def _tip_count() -> Any:
 # memoized (building them anew cost SQLAlchemy several milliseconds per listing).
 _NODE_COUNT = (
     select(func.count())
-    .where(nodes.c.session_id == sessions.c.id)
+    .where(of_tenant(nodes), nodes.c.session_id == sessions.c.id)
     .scalar_subquery()
     .label("node_count")
 )
 _BRANCH_COUNT = _tip_count().label("branch_count")
 _USAGE_SUMS = [
     select(func.sum(node_usage.c[name]))
-    .where(node_usage.c.session_id == sessions.c.id)
+    .where(of_tenant(node_usage), node_usage.c.session_id == sessions.c.id)
     .scalar_subquery()
     .label(name)
     for name in _TOTALS
@@ -266,7 +277,9 @@ def list_sessions(
         # A lookup per session in the key (session_id, tag): a page of the newest sessions
         # with a common tag reads about a page of rows, not every session with the tag.
         tagged = select(session_tags.c.tag).where(
-            session_tags.c.session_id == sessions.c.id, session_tags.c.tag == tag
+            of_tenant(session_tags),
+            session_tags.c.session_id == sessions.c.id,
+            session_tags.c.tag == tag,
         )
         query = query.where(tagged.exists())
     if title_contains is not None:
@@ -280,7 +293,7 @@ def list_sessions(
     if rows:
         tag_rows = (
             yield select(session_tags)
-            .where(session_tags.c.session_id.in_([row.id for row in rows]))
+            .where(of_tenant(session_tags), session_tags.c.session_id.in_([row.id for row in rows]))
             .order_by(session_tags.c.tag)
         )
         for tag_row in tag_rows:
@@ -350,10 +363,10 @@ def delete_session(session_id: str) -> Plan[bool]:
     # Unlink parents first: cascading through the parent foreign key would recurse once per
     # level of the DAG, which SQLite refuses beyond 1,000 levels.
     key = lookup_id(session_id)
-    marker = (yield select(sessions.c.importing).where(sessions.c.id == key)).scalar_one_or_none()
-    refuse_if_importing(session_id, marker)
-    yield update(nodes).where(nodes.c.session_id == key).values(parent_id=None)
-    result = yield delete(sessions).where(sessions.c.id == key)
+    query = select(sessions.c.importing).where(of_tenant(sessions), sessions.c.id == key)
+    refuse_if_importing(session_id, (yield query).scalar_one_or_none())
+    yield update(nodes).where(of_tenant(nodes), nodes.c.session_id == key).values(parent_id=None)
+    result = yield delete(sessions).where(of_tenant(sessions), sessions.c.id == key)
     return bool(result.rowcount)
 
 
@@ -405,11 +418,17 @@ def update_session(
     if not isinstance(expiry, Unset):
         values["expires_at"] = epoch_ms(expiry)
     if values:
-        yield update(sessions).where(sessions.c.id == session_id).values(**values)
+        yield (
+            update(sessions)
+            .where(of_tenant(sessions), sessions.c.id == session_id)
+            .values(**values)
+        )
     if not isinstance(tags, Unset):
         if isinstance(tags, str):
             raise InvalidArgumentError("tags must be a sequence of strings, not one string")
-        yield delete(session_tags).where(session_tags.c.session_id == session_id)
+        yield delete(session_tags).where(
+            of_tenant(session_tags), session_tags.c.session_id == session_id
+        )
         unique = sorted(set(tags))
         if unique:
             yield insert(session_tags).values(

@@ -17,6 +17,7 @@ from memstore.store.tables import (
     node_blocks,
     node_usage,
     nodes,
+    of_tenant,
     of_visible_session,
     records,
     sessions,
@@ -48,8 +49,8 @@ class StoreStats:
 def _visible_count(table: Table, *where: ColumnElement[bool]) -> Any:
     """How many rows of `table` match `where`, but for sessions being imported: a count of all
     and one of theirs (none but while an import runs), so that counting all stays fast."""
-    importing = select(sessions.c.id).where(sessions.c.importing.is_not(None))
-    everything = select(func.count()).select_from(table).where(*where)
+    importing = select(sessions.c.id).where(of_tenant(sessions), sessions.c.importing.is_not(None))
+    everything = select(func.count()).select_from(table).where(of_tenant(table), *where)
     theirs = everything.where(table.c.session_id.in_(importing))
     return everything.scalar_subquery() - theirs.scalar_subquery()
 
@@ -136,8 +137,10 @@ def usage_totals(backend: Backend, by: str, limit: int | None = None) -> Plan[li
         .order_by(cost.desc(), (sums[0] + sums[1]).desc(), key)
     )
     if by == "day":
-        of_node = (nodes.c.session_id == node_usage.c.session_id) & (
-            nodes.c.id == node_usage.c.node_id
+        of_node = (
+            of_tenant(nodes)
+            & (nodes.c.session_id == node_usage.c.session_id)
+            & (nodes.c.id == node_usage.c.node_id)
         )
         query = query.join(nodes, of_node)
     if limit is not None:
@@ -162,8 +165,8 @@ def _first_copy() -> ColumnElement[bool]:
     sorts before its own holds a row of the same node id. A node id is a content address
     (parent, turn, time), so rows of one node id in several sessions are copies of one model
     call (a fork's, or the same export imported twice). One index probe per row
-    (`ix_node_usage_node_id_session_id`, migration 0027), where numbering each node's copies
-    with a window function sorted every row."""
+    (`ix_node_usage_tenant_node_id_session_id`, migrations 0027 and 0030), where numbering each
+    node's copies with a window function sorted every row."""
     earlier = node_usage.alias("earlier")
     return ~exists().where(
         earlier.c.node_id == node_usage.c.node_id,
@@ -182,7 +185,9 @@ def node_usages(session_id: str, node_ids: Sequence[str]) -> Plan[dict[str, Node
     for start in range(0, len(node_ids), _IDS_PER_QUERY):
         wanted = list(node_ids[start : start + _IDS_PER_QUERY])
         rows = yield select(node_usage.c.node_id, *columns).where(
-            node_usage.c.session_id == session_id, node_usage.c.node_id.in_(wanted)
+            of_tenant(node_usage),
+            node_usage.c.session_id == session_id,
+            node_usage.c.node_id.in_(wanted),
         )
         for row in rows:
             values = dict(zip(NodeUsage.__dataclass_fields__, row[1:], strict=True))
