@@ -4,10 +4,12 @@ builds a `MemstoreSession` on the test's store instead (conftest.py's `make_sess
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from agents.memory import SessionSettings
 
+from memstore import SessionStore
 from memstore.integrations._history import AnyStore
 from memstore.integrations.openai_agents import MemstoreSession
 
@@ -44,5 +46,25 @@ def session_factory(store: AnyStore) -> SessionFactory:
     ) -> SessionUnderTest:
         del db_path
         return SessionUnderTest(session_id, store, session_settings=session_settings)
+
+    return make
+
+
+class SyncStoreSession(SessionUnderTest):
+    """Where the SDK's tests chose its `SQLiteSession`: a MemstoreSession on a SessionStore."""
+
+
+class AsyncStoreSession(SessionUnderTest):
+    """Where the SDK's tests chose its `AsyncSQLiteSession`: a MemstoreSession on an
+    AsyncSessionStore (the tests' `isinstance` checks keep choosing the async paths for it)."""
+
+
+def flavoured(session_id: str, **options: Any) -> Callable[[AnyStore], SessionUnderTest]:
+    """A session `session_id` on a store: `AsyncStoreSession` on an AsyncSessionStore, else
+    `SyncStoreSession`, as the SDK's tests paired `AsyncSQLiteSession` and `SQLiteSession`."""
+
+    def make(store: AnyStore) -> SessionUnderTest:
+        kind = SyncStoreSession if isinstance(store, SessionStore) else AsyncStoreSession
+        return kind(session_id, store, **options)
 
     return make
