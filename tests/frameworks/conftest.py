@@ -27,6 +27,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "review_optional: the OpenAI Agents SDK's mark of its slow multi-process tests"
     )
+    config.addinivalue_line(
+        "markers",
+        "allow_call_model_methods: the OpenAI Agents SDK's mark of tests that call a model's "
+        "methods (its own conftest refuses them elsewhere)",
+    )
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,8 @@ def test_the_adopted_files_are_found() -> None:
         "openai_agents/test_native_tool_failure_history.py",
         "openai_agents/test_compaction_model_visibility.py",
         "openai_agents/test_compaction_suffix.py",
+        "openai_agents/test_openai_responses_compaction_session.py",
+        "openai_agents/test_run_impl_resume_paths.py",
         "openai_agents/test_tool_batch_failure_history.py",
         "claude_agent_sdk/test_session_store_conformance.py",
         "claude_agent_sdk/test_session_summary.py",

@@ -9,6 +9,7 @@ no request leaves the process."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -17,7 +18,7 @@ from agents import set_tracing_disabled
 from memstore.errors import EventLoopError
 from tests.frameworks.conftest import OnStore
 from tests.frameworks.openai_agents.advanced import Templates
-from tests.frameworks.openai_agents.swap import session_factory
+from tests.frameworks.openai_agents.swap import CURRENT_STORES, current, session_factory
 
 set_tracing_disabled(True)
 
@@ -43,6 +44,16 @@ def make_list_session(request: pytest.FixtureRequest) -> OnStore:
     so they run on two variants that cover both stores and both backends, not all four."""
     flavour, backend = request.param.split("-")
     return OnStore(flavour, request.getfixturevalue(f"{backend}_url"), session_factory)
+
+
+@pytest.fixture(params=["sync-sqlite", "async-postgres"])
+def sqlite_store(request: pytest.FixtureRequest) -> Iterator[OnStore]:
+    """The store the swapped `SQLiteSession` (swap.py) opens the test's sessions on: a
+    SessionStore on SQLite or an AsyncSessionStore on PostgreSQL (both stores and backends,
+    as `make_list_session`), made in the test's event loop by tests/frameworks/conftest.py."""
+    flavour, backend = request.param.split("-")
+    yield OnStore(flavour, request.getfixturevalue(f"{backend}_url"), current)
+    CURRENT_STORES.clear()
 
 
 _RUN_SYNC_ON_ASYNC_STORE = (

@@ -68,3 +68,35 @@ def flavoured(session_id: str, **options: Any) -> Callable[[AnyStore], SessionUn
         return kind(session_id, store, **options)
 
     return make
+
+
+CURRENT_STORES: list[AnyStore] = []
+"""The store of the running test's `sqlite_store` fixture (conftest.py), which `SQLiteSession`
+opens its sessions on."""
+
+
+class SQLiteSession(SessionUnderTest):
+    """The SDK's `SQLiteSession(session_id, db_path, session_settings=...)` constructor, on
+    the running test's store (its `sqlite_store` fixture): the tests' own subclasses of
+    SQLiteSession, which override its public methods, subclass this one (`db_path` unused)."""
+
+    def __init__(
+        self,
+        session_id: str,
+        db_path: object = ":memory:",
+        *,
+        session_settings: SessionSettings | dict[str, Any] | None = None,
+    ) -> None:
+        del db_path
+        if not CURRENT_STORES:
+            raise RuntimeError(
+                "SQLiteSession stands for a MemstoreSession on the test's store: "
+                "the test takes the `sqlite_store` fixture"
+            )
+        super().__init__(session_id, CURRENT_STORES[-1], session_settings=session_settings)
+
+
+def current(store: AnyStore) -> AnyStore:
+    """Make `store` the one `SQLiteSession` opens sessions on, until the test ends."""
+    CURRENT_STORES.append(store)
+    return store
