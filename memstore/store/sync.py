@@ -126,7 +126,8 @@ class SessionStore(Opening[Engine], StoreBase, Synchronous):
     same, awaited.
 
     Args:
-        url: a database URL (`sqlite:///path.db`, `postgresql://host/db`) or an Engine.
+        url (str | URL | Engine): a database URL (`sqlite:///path.db`, `postgresql://host/db`)
+            or an Engine.
         migrators: applied, in order, to every record imported from JSONL files.
         auto_migrate: bring the schema up to date when the store opens (a read-only store
             checks that it is instead); False does neither.
