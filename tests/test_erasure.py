@@ -526,3 +526,17 @@ def test_a_summary_is_erased_when_only_a_fork_still_holds_what_it_condensed(
     assert summary["blocks"] == [{"kind": "text", "text": "[erased]"}]
     store.vacuum()
     assert traces(store, tmp_path, database_url) == []
+
+
+def test_erasing_hundreds_of_nodes_of_one_session(store: SessionStore, tmp_path: Path) -> None:
+    """600 of a subject's turns with usage in one session (SQLite refused the erasure: the
+    condition on their usage lines was 1,200 LIKEs deep, past its expression depth of 1,000)."""
+    turns = [said(f"{SECRET} {index}", "u-alice") for index in range(600)]
+    store.append_many("s", turns, usage=[{"inputTokens": 1}] * 600)
+    report = store.erase(subject=("user_id", "u-alice"), reason="r", dry_run=False)
+    assert report.node_count == 600
+    store.export_session("s", tmp_path / "s.jsonl")
+    exported = (tmp_path / "s.jsonl").read_text(encoding="utf-8")
+    assert SECRET not in exported
+    assert '"type":"usage"' not in exported
+    assert store.usage_stats("session") == []
