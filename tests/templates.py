@@ -15,6 +15,7 @@ copy is the database a migration makes, so a stale template cannot hide a migrat
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import uuid
@@ -26,6 +27,9 @@ import sqlalchemy
 from sqlalchemy.engine import URL, make_url
 
 from memstore import SessionStore
+
+MIGRATE_EACH_VARIABLE = "MEMSTORE_TEST_MIGRATE_EACH"
+"""Set (to anything), no test database is copied from a template: each one migrates."""
 
 _SKIPPED_DUMP_LINES = ("SET ", "SELECT pg_catalog.set_config", "\\", "CREATE SCHEMA ")
 
@@ -128,7 +132,10 @@ class Templates:
         """Make the database at `url` (a test's: a SQLite file, or a PostgreSQL schema named by
         the URL's `search_path`) a copy of the migrated template, if nothing has made it or
         anything in it yet; whether it did. A database a test has already touched is left to
-        the store's own migration."""
+        the store's own migration, and so is every database when `$MEMSTORE_TEST_MIGRATE_EACH`
+        is set (the suite as it ran before templates: each test's database migrated)."""
+        if os.environ.get(MIGRATE_EACH_VARIABLE):
+            return False
         parsed = make_url(url)
         if parsed.get_backend_name() == "sqlite":
             path = Path(parsed.database or "")
