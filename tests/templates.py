@@ -66,7 +66,7 @@ class PostgresTemplate:
             with engine.begin() as connection:
                 connection.execute(sqlalchemy.text(f'CREATE SCHEMA "{name}"'))
             SessionStore(schema_url(server, name)).close()
-            return cls(name, _dumped(server, name))
+            return cls(name, schema_dump(server, name))
         finally:
             with engine.begin() as connection:
                 connection.execute(sqlalchemy.text(f'DROP SCHEMA "{name}" CASCADE'))
@@ -89,7 +89,7 @@ def schema_url(server: URL, schema: str) -> str:
     return url.render_as_string(hide_password=False)
 
 
-def _dumped(server: URL, schema: str) -> str | None:
+def schema_dump(server: URL, schema: str) -> str | None:
     """The schema's objects and rows as SQL naming it (quoted), or None without `pg_dump`."""
     if shutil.which("pg_dump") is None:
         return None

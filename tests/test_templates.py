@@ -17,7 +17,14 @@ from sqlalchemy.engine import URL, make_url
 from memstore import SessionStore
 from memstore.store.names import VERSION_TABLE
 from tests.conftest import postgres_server_url
-from tests.templates import PostgresTemplate, SqliteTemplate, Templates, _dumped, schema_url
+from tests.templates import (
+    MIGRATE_EACH_VARIABLE,
+    PostgresTemplate,
+    SqliteTemplate,
+    Templates,
+    schema_dump,
+    schema_url,
+)
 
 HELLO = {"role": "user", "blocks": [{"kind": "text", "text": "hello"}]}
 
@@ -129,6 +136,14 @@ def test_the_runs_sqlite_template_is_a_fresh_migration(
     assert layout(f"sqlite:///{template.path}") == layout(f"sqlite:///{migrated}")
 
 
+def test_no_database_is_filled_when_each_must_migrate(
+    tmp_path: Path, migrated_templates: Templates, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(MIGRATE_EACH_VARIABLE, "1")
+    assert not migrated_templates.fill_if_untouched(f"sqlite:///{tmp_path / 'fresh.db'}")
+    assert not (tmp_path / "fresh.db").exists()
+
+
 def test_the_runs_postgres_template_is_a_fresh_migration(migrated_templates: Templates) -> None:
     """The template's SQL is the `pg_dump` of a migrated schema: it must be, object for object
     and row for row, the dump of a schema migrated now. (A copy replayed from it is checked by
@@ -144,7 +159,7 @@ def test_the_runs_postgres_template_is_a_fresh_migration(migrated_templates: Tem
         with admin.begin() as connection:
             connection.execute(sqlalchemy.text(f'CREATE SCHEMA "{schema}"'))
         SessionStore(schema_url(server, schema)).close()
-        dumped = _dumped(server, schema)
+        dumped = schema_dump(server, schema)
         assert dumped is not None
         assert "CREATE TABLE" in template.sql
         assert dumped.replace(schema, "<schema>") == template.sql.replace(template.name, "<schema>")
@@ -155,8 +170,9 @@ def test_the_runs_postgres_template_is_a_fresh_migration(migrated_templates: Tem
 
 
 def test_only_an_untouched_sqlite_database_is_filled(
-    tmp_path: Path, migrated_templates: Templates
+    tmp_path: Path, migrated_templates: Templates, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.delenv(MIGRATE_EACH_VARIABLE, raising=False)
     fresh = tmp_path / "fresh.db"
     assert migrated_templates.fill_if_untouched(f"sqlite:///{fresh}")
     assert sqlite_objects(fresh) == sqlite_objects(migrated_templates.sqlite_template().path)
@@ -175,8 +191,9 @@ def test_only_an_untouched_sqlite_database_is_filled(
 
 
 def test_only_an_untouched_postgres_schema_is_filled(
-    postgres_url: str, migrated_templates: Templates
+    postgres_url: str, migrated_templates: Templates, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.delenv(MIGRATE_EACH_VARIABLE, raising=False)
     server = make_url(postgres_server_url()).set(drivername="postgresql+psycopg")
     if migrated_templates.postgres_template(server).sql is None:
         pytest.skip("no pg_dump: each schema is migrated (the plain path)")
