@@ -37,6 +37,7 @@ from tests.frameworks.openai_agents.responses import get_text_message
 from tests.frameworks.openai_agents.swap import AsyncStoreSession as AsyncSQLiteSession
 from tests.frameworks.openai_agents.swap import SyncStoreSession as SQLiteSession
 from tests.frameworks.openai_agents.swap import flavoured
+from tests.templates import Templates
 
 pytestmark = pytest.mark.asyncio
 
@@ -59,13 +60,14 @@ EXCLUDED = {
 
 
 @pytest.fixture(params=["sync-sqlite", "async-postgres"])
-def backend(request: pytest.FixtureRequest) -> OnStore:
+def backend(request: pytest.FixtureRequest, migrated_templates: Templates) -> OnStore:
     """The swap: a MemstoreSession with the reference's limit of 20, on a SessionStore (where
     the SDK's test chose `SQLiteSession`) or an AsyncSessionStore (`AsyncSQLiteSession`): two
     variants that cover both stores and both backends, as the Runner tests (conftest.py)."""
     flavour, database = request.param.split("-")
     url = request.getfixturevalue(f"{database}_url")
-    return OnStore(flavour, url, flavoured("suffix", session_settings={"limit": 20}))
+    made = flavoured("suffix", session_settings={"limit": 20})
+    return OnStore.migrated(flavour, url, made, migrated_templates)
 
 
 @pytest.mark.parametrize("outer", [False, True])
