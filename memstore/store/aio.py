@@ -39,6 +39,7 @@ from memstore.store.operation import Asynchronous, Await, Program, Request, Run
 from memstore.store.plans import Boundary, Plan, Step, as_call
 from memstore.store.policy import backend_of
 from memstore.store.prepared import Prepared, PreparedRows, as_sqlalchemy_errors
+from memstore.store.row_security import TENANT, tenant_of_connections, tenant_per_transaction
 from memstore.store.sync import drive as sync_drive
 from memstore.store.sync import run as sync_run
 from memstore.store.tables import DEFAULT_TENANT
@@ -161,6 +162,7 @@ class AsyncSessionStore(StoreBase, Asynchronous):
         tenant: str = DEFAULT_TENANT,
     ) -> None:
         self.engine = _async_store_engine(url, schema, read_only)
+        owned = not isinstance(url, AsyncEngine)
         super().__init__(
             self.engine.dialect.name,
             schema=self.engine.sync_engine.get_execution_options().get(SCHEMA),
@@ -175,6 +177,10 @@ class AsyncSessionStore(StoreBase, Asynchronous):
         self._on_loop: LoopConnection | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_lock = threading.Lock()
+        if owned:
+            tenant_of_connections(self.engine.sync_engine, self.tenant)
+        else:  # the application's: maybe other tenants' stores' too
+            tenant_per_transaction(self.engine.sync_engine)
 
     def _on_its_loop(self) -> None:
         """Bind the store to the running loop on first use; refuse any other loop while that
@@ -267,8 +273,10 @@ class AsyncSessionStore(StoreBase, Asynchronous):
         if not self._opened:
             await self.open()
         async with self.engine.connect() as connection:
+            options: dict[str, Any] = {TENANT: self.tenant}
             if write:
-                await connection.execution_options(**{WRITE: True})
+                options[WRITE] = True
+            await connection.execution_options(**options)
             async with connection.begin():
                 yield connection
 
@@ -281,6 +289,7 @@ class AsyncSessionStore(StoreBase, Asynchronous):
                 schema=self.schema,
                 read_only=self.read_only,
             )
+            tenant_of_connections(self._sync_engine, self.tenant)
         return self._sync_engine
 
     async def _perform(self, request: Request) -> Any:
@@ -309,7 +318,9 @@ class AsyncSessionStore(StoreBase, Asynchronous):
                 await self.open()
             if request.files:
                 engine = self._sync()
-                return await asyncio.to_thread(sync_run, engine, plan, write=write, action=action)
+                return await asyncio.to_thread(
+                    sync_run, engine, plan, write=write, action=action, tenant=self.tenant
+                )
             if self._on_loop is None:
                 self._on_loop = LoopConnection(self._sync())
             return await self._on_loop.run(plan, write=write, action=action)

@@ -439,6 +439,7 @@ class StoreBase(Listing, Retention, Erasure, KeyedAppends, NodeIds, SessionMetad
                 read_url=read_url,
                 max_temp_mb=max_temp_mb,
                 max_memory_mb=max_memory_mb,
+                tenant=self.tenant,
             )
 
         return (yield from OnEngine(query, "running a query"))

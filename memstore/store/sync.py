@@ -26,6 +26,7 @@ from memstore.store.operation import Await, Program, Request, Run, Synchronous
 from memstore.store.plans import COMMIT, Boundary, Plan, Step, as_call
 from memstore.store.policy import backend_of
 from memstore.store.prepared import Prepared, as_sqlalchemy_errors, stream_rows
+from memstore.store.row_security import TENANT, tenant_of_connections, tenant_per_transaction
 from memstore.store.tables import DEFAULT_TENANT
 from memstore.store.tenancy import scoped
 from memstore.store.time_limits import PROGRESS_STEPS, SqliteTimeLimit
@@ -97,22 +98,31 @@ def drive(plan: Plan[T], connection: Connection) -> T:
         return done.value  # type: ignore[no-any-return]
 
 
+def _options(write: bool, tenant: str | None) -> dict[str, Any]:
+    """The execution options of a store's connection: whether it writes (SQLite's write lock),
+    and whose rows PostgreSQL lets its transactions see (`row_security`)."""
+    options: dict[str, Any] = {TENANT: tenant}
+    if write:
+        options[WRITE] = True
+    return options
+
+
 @contextmanager
-def transaction(engine: Engine, *, write: bool) -> Iterator[Connection]:
-    """A connection inside one transaction; writing ones take SQLite's write lock at once."""
+def transaction(engine: Engine, *, write: bool, tenant: str | None = None) -> Iterator[Connection]:
+    """A connection inside one transaction, which sees `tenant`'s rows on PostgreSQL; writing
+    ones take SQLite's write lock at once."""
     with engine.connect() as connection:
-        if write:
-            connection.execution_options(**{WRITE: True})
+        connection.execution_options(**_options(write, tenant))
         with connection.begin():
             yield connection
 
 
-def run(engine: Engine, plan: Plan[T], *, write: bool, action: str) -> T:
-    """Run a plan in a transaction (or several: see `drive`), with database errors translated
-    (naming `action`); what is left uncommitted when it fails is rolled back."""
+def run(engine: Engine, plan: Plan[T], *, write: bool, action: str, tenant: str | None = None) -> T:
+    """Run a plan in a transaction (or several: see `drive`) that sees `tenant`'s rows on
+    PostgreSQL, with database errors translated (naming `action`); what is left uncommitted when
+    it fails is rolled back."""
     with translate_database_errors(action), engine.connect() as connection:
-        if write:
-            connection.execution_options(**{WRITE: True})
+        connection.execution_options(**_options(write, tenant))
         connection.begin()
         result = drive(plan, connection)
         connection.commit()
@@ -175,6 +185,10 @@ class SessionStore(StoreBase, Synchronous):
                 redact=redact,
                 tenant=tenant,
             )
+            if isinstance(url, Engine):  # the application's: maybe other tenants' stores' too
+                tenant_per_transaction(self.engine)
+            else:
+                tenant_of_connections(self.engine, self.tenant)
             if auto_migrate:
                 with translate_database_errors("opening the store"):
                     if read_only:
@@ -201,14 +215,16 @@ class SessionStore(StoreBase, Synchronous):
         """A connection inside one transaction; writing ones take SQLite's write lock at once."""
         if write:
             self._writable("a writing transaction")
-        with transaction(self.engine, write=write) as connection:
+        with transaction(self.engine, write=write, tenant=self.tenant) as connection:
             yield connection
 
     def _perform(self, request: Request) -> Any:
         """Carry out one request of an operation's program (see `operation`)."""
         if isinstance(request, Run):
             plan = scoped(request.plan, self.tenant)
-            return run(self.engine, plan, write=request.write, action=request.action)
+            return run(
+                self.engine, plan, write=request.write, action=request.action, tenant=self.tenant
+            )
         if isinstance(request, Await):
             return asyncio.run(request.coroutine)
         with translate_database_errors(request.action):
