@@ -39,7 +39,12 @@ from memstore.store.operation import Asynchronous, Await, Program, Request, Run
 from memstore.store.plans import Boundary, Plan, Step, as_call
 from memstore.store.policy import backend_of
 from memstore.store.prepared import Prepared, PreparedRows, as_sqlalchemy_errors
-from memstore.store.row_security import TENANT, tenant_of_connections, tenant_per_transaction
+from memstore.store.row_security import (
+    TENANT,
+    copy_allowed,
+    tenant_of_connections,
+    tenant_per_transaction,
+)
 from memstore.store.sync import drive as sync_drive
 from memstore.store.sync import run as sync_run
 from memstore.store.tables import DEFAULT_TENANT
@@ -107,7 +112,8 @@ async def execute(connection: AsyncConnection, step: Step, driver: Any = None) -
         aiosqlite: Any = (await connection.get_raw_connection()).driver_connection
         return await aiosqlite.set_progress_handler(step.handler, PROGRESS_STEPS)
     if isinstance(step, BulkRows):
-        if driver is not None and backend_of(connection.dialect.name).bulk_copy:
+        copying = driver is not None and backend_of(connection.dialect.name).bulk_copy
+        if copying and await connection.run_sync(copy_allowed):
             with as_sqlalchemy_errors(f"COPY {step.insert}"):
                 return await copy_rows_async(driver, connection.dialect, step)
         step = (step.insert, step.rows)

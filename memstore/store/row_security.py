@@ -31,6 +31,7 @@ from memstore.store.tables import DEFAULT_TENANT
 __all__ = [
     "SETTING",
     "TENANT",
+    "copy_allowed",
     "setting_value",
     "tenant_of_connections",
     "tenant_per_transaction",
@@ -43,6 +44,7 @@ DEFAULT_TENANT_VALUE = "(default)"
 TENANT = "memstore_tenant"
 """Execution option naming the tenant whose rows a connection's transactions may see."""
 _SESSION_TENANT = "memstore_session_tenant"  # in a pooled connection's info: its session's tenant
+_COPY_ALLOWED = "memstore_copy_allowed"  # in its info: whether COPY FROM may write its tables
 _SET_LOCAL = f"SELECT set_config('{SETTING}', %(tenant)s, true)"
 _SET_SESSION = f"SELECT set_config('{SETTING}', %s, false)"
 
@@ -87,3 +89,20 @@ def _on_begin(connection: Connection) -> None:
     if tenant is None or connection.connection.info.get(_SESSION_TENANT) == tenant:
         return
     connection.exec_driver_sql(_SET_LOCAL, {"tenant": setting_value(tenant)})
+
+
+def copy_allowed(connection: Connection) -> bool:
+    """Whether `COPY FROM` may write memstore's tables on this connection: PostgreSQL refuses it
+    where the policies bind the login (the rows then go in by INSERT). Asked once per
+    connection, once the tables exist."""
+    info = connection.connection.info
+    allowed = info.get(_COPY_ALLOWED)
+    if allowed is None:
+        active = connection.exec_driver_sql(_ROW_SECURITY_ACTIVE).scalar()
+        allowed = not active
+        if active is not None:  # the tables exist: the answer holds for this login
+            info[_COPY_ALLOWED] = allowed
+    return bool(allowed)
+
+
+_ROW_SECURITY_ACTIVE = "SELECT row_security_active(to_regclass('nodes'))"

@@ -26,7 +26,12 @@ from memstore.store.operation import Await, Program, Request, Run, Synchronous
 from memstore.store.plans import COMMIT, Boundary, Plan, Step, as_call
 from memstore.store.policy import backend_of
 from memstore.store.prepared import Prepared, as_sqlalchemy_errors, stream_rows
-from memstore.store.row_security import TENANT, tenant_of_connections, tenant_per_transaction
+from memstore.store.row_security import (
+    TENANT,
+    copy_allowed,
+    tenant_of_connections,
+    tenant_per_transaction,
+)
 from memstore.store.tables import DEFAULT_TENANT
 from memstore.store.tenancy import scoped
 from memstore.store.time_limits import PROGRESS_STEPS, SqliteTimeLimit
@@ -44,7 +49,7 @@ def execute(connection: Connection, step: Step) -> Any:
         driver: Any = connection.connection.driver_connection  # sqlite3.Connection
         return driver.set_progress_handler(step.handler, PROGRESS_STEPS)
     if isinstance(step, BulkRows):
-        if backend_of(connection.dialect.name).bulk_copy:
+        if backend_of(connection.dialect.name).bulk_copy and copy_allowed(connection):
             driver = connection.connection.driver_connection  # psycopg's (maybe asyncio)
             with as_sqlalchemy_errors(f"COPY {step.insert}"):
                 return copy_rows(driver, connection.dialect, step)
