@@ -20,6 +20,7 @@ from sqlalchemy import event, make_url
 
 from memstore import AsyncSessionStore, SessionStore
 from memstore.store import create_store_engine
+from memstore.store.aio import create_async_store_engine
 
 from .conftest import LEGACY, postgres_server_url
 
@@ -316,3 +317,27 @@ def test_imports_exports_and_the_migration_keep_every_row_and_byte(
     finally:
         for store in stores:
             store.close()
+
+
+def test_an_async_engine_shared_by_two_tenants_stores_keeps_each_to_its_own(
+    logins: Logins,
+) -> None:
+    fill(logins.app)
+
+    async def listings() -> list[list[str]]:
+        engine = create_async_store_engine(logins.app, pool_size=1, max_overflow=0)
+        acme = AsyncSessionStore(engine, tenant=ACME)
+        globex = AsyncSessionStore(engine, tenant=GLOBEX)
+        try:
+            seen = []
+            for _ in range(2):  # the one connection goes back and forth
+                seen += [await acme.list_sessions(), await globex.list_sessions()]
+            async with engine.connect() as connection:  # the application's own: no tenant
+                counted = await connection.exec_driver_sql("SELECT count(*) FROM nodes")
+                seen.append([str(counted.scalar())])
+            return seen
+        finally:
+            await engine.dispose()
+
+    s1, gx = ["s1"], ["gx", "s1"]
+    assert asyncio.run(listings()) == [s1, gx, s1, gx, ["0"]]
