@@ -20,7 +20,7 @@ tenant skips the statement.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine, event
 from sqlalchemy.engine import Connection
@@ -28,9 +28,13 @@ from sqlalchemy.engine import Connection
 from memstore.store.policy import backend_of
 from memstore.store.tables import DEFAULT_TENANT
 
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncEngine
+
 __all__ = [
     "SETTING",
     "TENANT",
+    "bind_tenant",
     "copy_allowed",
     "setting_value",
     "tenant_of_connections",
@@ -56,6 +60,17 @@ def setting_value(tenant: str) -> str:
 
 def _on_postgresql(engine: Engine) -> bool:
     return not backend_of(engine.dialect.name).one_file
+
+
+def bind_tenant(engine: Engine | AsyncEngine, tenant: str, *, handed_in: bool) -> None:
+    """Make every transaction a store runs on `engine` see `tenant`'s rows (PostgreSQL): for
+    the whole session of each connection of an engine the store made, or per transaction on one
+    `handed_in` by the application (see the module docstring)."""
+    sync_engine = engine if isinstance(engine, Engine) else engine.sync_engine
+    if handed_in:
+        tenant_per_transaction(sync_engine)
+    else:
+        tenant_of_connections(sync_engine, tenant)
 
 
 def tenant_of_connections(engine: Engine, tenant: str) -> None:
