@@ -14,6 +14,8 @@ become) a superuser or holds rights a read-only transaction does not stop: serve
 (`pg_read_server_files`, `pg_write_server_files`, `pg_execute_server_program`), reading or
 writing everything (`pg_read_all_data`, `pg_write_all_data`), signalling backends
 (`pg_signal_backend`), replication, CREATEROLE or BYPASSRLS.
+The transaction names the store's tenant (`row_security`): the row-level security policies let
+the query see that tenant's rows only.
 
 No query runs for ever: each has a time limit (`timeout` seconds, default
 DEFAULT_QUERY_SECONDS). SQLite: a progress handler stops the statement once the time is up, and
@@ -53,7 +55,9 @@ from sqlalchemy import URL, Engine
 from memstore.errors import InvalidArgumentError, QueryError, TimeLimitError
 from memstore.store.engine import sqlite_read_uri
 from memstore.store.policy import backend_of
+from memstore.store.row_security import SETTING, setting_value
 from memstore.store.rows import derived_text
+from memstore.store.tables import DEFAULT_TENANT
 
 __all__ = [
     "DEFAULT_MEMORY_MB",
@@ -281,7 +285,7 @@ def _sqlite(
         connection.close()
 
 
-def _postgres(engine: Engine, sql: str, limit: int, timeout: float) -> QueryResult:
+def _postgres(engine: Engine, sql: str, limit: int, timeout: float, tenant: str) -> QueryResult:
     import psycopg
 
     with engine.connect() as connection:
@@ -291,6 +295,7 @@ def _postgres(engine: Engine, sql: str, limit: int, timeout: float) -> QueryResu
                 cursor.execute("SET TRANSACTION READ ONLY")
                 milliseconds = max(1, round(timeout * 1000))
                 cursor.execute(f"SET LOCAL statement_timeout = {milliseconds}")
+                cursor.execute(_SET_TENANT, (setting_value(tenant),))  # the policies' (0031)
                 # This first query takes the snapshot: READ WRITE is refused from now on.
                 cursor.execute(_ROLES_OF_THE_LOGIN)
                 _refuse_privileged(cursor.fetchall())
@@ -320,6 +325,7 @@ def _postgres(engine: Engine, sql: str, limit: int, timeout: float) -> QueryResu
             connection.invalidate()  # never hand this connection back to the pool
 
 
+_SET_TENANT = f"SELECT set_config('{SETTING}', %s, true)"
 _ROLES_OF_THE_LOGIN = """
     SELECT session_user, rolname, rolsuper, rolreplication, rolcreaterole, rolbypassrls
     FROM pg_roles WHERE pg_has_role(session_user, oid, 'MEMBER')
@@ -389,11 +395,13 @@ def run_read_only(
     read_url: str | None = None,
     max_temp_mb: float = DEFAULT_TEMP_MB,
     max_memory_mb: float = DEFAULT_MEMORY_MB,
+    tenant: str = DEFAULT_TENANT,
 ) -> QueryResult:
     """Run one statement that only reads, for at most `timeout` seconds and (SQLite) at most
     `max_temp_mb` MB of temporary files and `max_memory_mb` MB of memory; anything else is
     refused with QueryError (Ctrl-C stops it and raises KeyboardInterrupt). On PostgreSQL it
-    runs over `read_url` (default `$MEMSTORE_READ_URL`, else `engine`'s own login)."""
+    runs over `read_url` (default `$MEMSTORE_READ_URL`, else `engine`'s own login), where the
+    row-level security policies let it see `tenant`'s rows only."""
     _require_positive(timeout, "a query time limit is seconds > 0")
     _require_positive(max_temp_mb, "a temporary space limit is MB > 0")
     _require_positive(max_memory_mb, "a memory limit is MB > 0")
@@ -402,7 +410,7 @@ def run_read_only(
     if not backend_of(engine.dialect.name).one_file:
         read_url = read_url or os.environ.get(READ_URL_VARIABLE) or None
         if read_url is None:
-            return _postgres(engine, sql, limit, timeout)
+            return _postgres(engine, sql, limit, timeout, tenant)
         from sqlalchemy.pool import NullPool
 
         from memstore.store.engine import SCHEMA, create_store_engine
@@ -410,7 +418,7 @@ def run_read_only(
         schema = engine.get_execution_options().get(SCHEMA)  # the reader sees memstore's schema
         reader = create_store_engine(read_url, schema=schema, poolclass=NullPool)
         try:
-            return _postgres(reader, sql, limit, timeout)
+            return _postgres(reader, sql, limit, timeout, tenant)
         finally:
             reader.dispose()
     database = engine.url.database
