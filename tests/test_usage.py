@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy
 
 from memstore import InvalidArgumentError, JsonlError, NodeUsage
 from memstore.hashing import hash_node
@@ -342,3 +343,68 @@ def test_usage_stats_count_each_forked_call_once_in_the_first_visible_session(
     by_model = {row.key: row.nodes for row in store.usage_stats("model")}
     assert by_model["m-replaced"] == 1
     assert sum(by_model.values()) == 9  # 8 calls + "own"
+
+
+def _cost_queries() -> list[str]:
+    """The SQL page's three cost queries, in its order: cost per session this month, the most
+    expensive tool loops, sessions older than 90 days."""
+    page = (Path(__file__).parent.parent / "docs" / "sql.md").read_text()
+    section = page.split("### What conversations cost", 1)[1].split("\n## ", 1)[0]
+    return [block.split("```", 1)[0].strip() for block in section.split("```sql\n")[1:]]
+
+
+def call(call_id: str, name: str) -> dict[str, Any]:
+    return {"role": "assistant", "blocks": [{"kind": "tool_call", "id": call_id, "name": name}]}
+
+
+def result(call_id: str) -> dict[str, Any]:
+    return {"role": "user", "blocks": [{"kind": "tool_result", "callId": call_id, "output": "ok"}]}
+
+
+def test_the_sql_pages_cost_queries_answer_what_they_say(
+    store: SessionStore, database_url: str
+) -> None:
+    """Not only do they run: on known usage, each gives the rows its caption promises."""
+    this_month, tool_loops, not_updated = _cost_queries()
+    month = store.read_only_query("SELECT substr(CAST(CURRENT_DATE AS TEXT), 1, 7)").rows[0][0]
+    at = int(
+        datetime.strptime(f"{month}-01 12:00", "%Y-%m-%d %H:%M").replace(tzinfo=UTC).timestamp()
+    )
+    at_ms = at * 1000
+    for index, cost in enumerate([0.01, 0.02, 0.03]):  # three turns calling grep: a loop
+        store.append(
+            "loop",
+            call(f"g{index}", "grep"),
+            created_at=at_ms,
+            usage={"cost_usd": cost, "input_tokens": 100},
+        )
+        store.append("loop", result(f"g{index}"), created_at=at_ms)
+    store.append(
+        "once", call("l0", "ls"), created_at=at_ms, usage={"cost_usd": 0.5, "input_tokens": 7}
+    )
+    store.append(
+        "last-year",
+        turn("assistant", "a"),
+        created_at=at_ms - 400 * 86_400_000,
+        usage={"cost_usd": 9},
+    )
+    rows = [tuple(row) for row in store.read_only_query(this_month).rows]
+    assert [(session, round(cost, 6), tokens) for session, cost, tokens, _ in rows] == [
+        ("once", 0.5, 7),
+        ("loop", 0.06, 300),
+    ]
+    loops = [tuple(row) for row in store.read_only_query(tool_loops).rows]
+    assert [
+        (session, tool, turns, round(cost, 6), tokens)
+        for session, tool, turns, cost, tokens in loops
+    ] == [("loop", "grep", 3, 0.06, 300)]
+    cutoff = int(not_updated.split("updated_at < ")[1].split()[0])
+    engine = sqlalchemy.create_engine(database_url)
+    with engine.begin() as connection:  # as if last written before the page's cutoff
+        connection.execute(
+            sqlalchemy.text("UPDATE sessions SET updated_at = :at WHERE id = 'last-year'"),
+            {"at": cutoff - 1},
+        )
+    engine.dispose()
+    stale = [tuple(row) for row in store.read_only_query(not_updated).rows]
+    assert stale == [("last-year", None, cutoff - 1, 1)]
