@@ -112,3 +112,21 @@ def test_memstore_expiry_refuses_bad_arguments_and_changes_nothing(
     with SessionStore(sqlite_url) as store:
         assert store.session_info("s").expires_at == 123
         assert store.expiry_defaults() == ExpiryDefaults()
+
+
+@pytest.mark.parametrize("verb", [("set", "--in", "1d"), ("clear",)])
+def test_memstore_expiry_with_an_unknown_session_among_others_changes_none(
+    database_url: str, verb: tuple[str, ...]
+) -> None:
+    """One transaction (`store.set_expiry`): a bad id after good ones leaves them as they
+    were, and creates no session."""
+    with SessionStore(database_url) as store:
+        for session in ("a", "b"):
+            store.append(session, say("hello"))
+            store.update_session(session, expires_at=123)
+    code, _, stderr = invoke(database_url, "expiry", verb[0], "a", "b", "missing", *verb[1:])
+    assert code != 0
+    assert "no session 'missing'" in stderr
+    with SessionStore(database_url) as store:
+        assert store.list_sessions() == ["a", "b"]
+        assert [info.expires_at for info in store.sessions(order="id")] == [123, 123]

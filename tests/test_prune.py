@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memstore import ExpiryDefaults, PruneReport, SessionGraph, SessionNode, SessionStore
-from memstore.errors import InvalidArgumentError
+from memstore.errors import InvalidArgumentError, InvalidSessionIdError, UnknownSessionError
 
 from .test_cli import invoke
 from .test_query import check_fts
@@ -189,6 +189,42 @@ def test_sessions_expire_at_their_own_time_else_their_tags_else_the_stores(
     store.set_expiry_default(None, tag="keep")
     assert store.expiry_defaults() == ExpiryDefaults(None, {"scratch": DAY})
     assert expired(401) == ["kept", "scratch"]
+
+
+def test_set_expiry_changes_every_session_named_or_none(store: SessionStore) -> None:
+    """Several sessions' expiry in one transaction: an unknown id (anywhere in the list), a
+    bad time or no ids change nothing and make no session; `None` clears them all."""
+    build(store)
+    store.update_session("scratch", expires_at=7)
+    store.set_expiry(["kept", "forked"], 1_000)
+    assert {info.id: info.expires_at for info in store.sessions()} == {
+        "kept": 1_000,
+        "forked": 1_000,
+        "scratch": 7,
+    }
+    for bad, error, message in [
+        (["kept", "nope", "scratch"], UnknownSessionError, "no session 'nope'"),
+        (["nope"], UnknownSessionError, "no session 'nope'"),
+        ([], InvalidArgumentError, "non-empty list"),
+        ("kept", InvalidArgumentError, "non-empty list"),
+        (["kept", ""], InvalidSessionIdError, "session id"),
+    ]:
+        with pytest.raises(error, match=message):
+            store.set_expiry(bad, 2_000)
+    with pytest.raises(InvalidArgumentError, match="expires_at"):
+        store.set_expiry(["kept"], -1)
+    with pytest.raises(InvalidArgumentError, match="time zone"):
+        store.set_expiry(["kept"], datetime(2030, 1, 1))
+    assert {info.id: info.expires_at for info in store.sessions()} == {
+        "kept": 1_000,
+        "forked": 1_000,
+        "scratch": 7,
+    }
+    assert store.list_sessions() == ["forked", "kept", "scratch"]
+    store.set_expiry(["scratch", "kept", "scratch"], datetime(2030, 1, 1, tzinfo=UTC))
+    assert store.session_info("scratch").expires_at == 1_893_456_000_000
+    store.set_expiry(["kept", "forked", "scratch"], None)
+    assert {info.expires_at for info in store.sessions()} == {None}
 
 
 def test_unreachable_nodes_go_and_every_ancestor_of_a_head_stays(store: SessionStore) -> None:

@@ -179,15 +179,10 @@ def _set_expiries(
     as_json: bool,
     tenant: str | None,
 ) -> None:
-    """Give every session in `sessions` (all of which must exist) the expiry `expires_at`."""
-    from memstore.store.plans.retention import epoch_ms
-
-    epoch_ms(expires_at)  # refused before any session is changed
+    """Give every session in `sessions` (all of which must exist) the expiry `expires_at`,
+    all or none."""
     with open_store(ctx, tenant=tenant) as store:
-        for session in sessions:
-            existing_session(store, session)
-        for session in sessions:
-            store.update_session(session, expires_at=expires_at)
+        store.set_expiry(sessions, expires_at)
     if as_json:
         emit_json([_expiry_json(session, expires_at) for session in sessions])
         return

@@ -3,12 +3,13 @@ selects (see `StoreBase`; the plans are `plans.retention`)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import timedelta
 
 from memstore.store import plans
 from memstore.store.exchange import Exchange
 from memstore.store.operation import Program, operation
-from memstore.store.plans.retention import ExpiryDefaults, PruneReport, duration_ms
+from memstore.store.plans.retention import Expiry, ExpiryDefaults, PruneReport, duration_ms
 
 __all__ = ["Retention"]
 
@@ -24,6 +25,26 @@ class Retention(Exchange):
         with `tag` (with several such tags, the longest wins), else the store's (None: never)."""
         plan = plans.set_expiry_default(None if after is None else duration_ms(after, "after"), tag)
         yield from self._write(plan, "setting an expiry default")
+
+    @operation
+    def set_expiry(self, session_ids: Sequence[str], expires_at: Expiry) -> Program[None]:
+        """Give several sessions one expiry of their own, all or none (one transaction).
+
+        `update_session(id, expires_at=...)` does it for one session (and makes it when it is
+        missing); this changes only sessions that exist, so a mistyped id changes nothing.
+
+        Args:
+            session_ids: the sessions, every one of which must exist.
+            expires_at: epoch ms or an aware datetime; None: back to the tags' or the store's
+                default (`set_expiry_default`).
+
+        Raises:
+            UnknownSessionError: a session the store does not hold (nothing is changed).
+            InvalidArgumentError: no session ids, or an expiry that is no epoch ms >= 0 or
+                aware datetime.
+        """
+        plan = plans.set_expiry(session_ids, expires_at)
+        yield from self._write(plan, "setting sessions' expiry")
 
     @operation
     def expiry_defaults(self) -> Program[ExpiryDefaults]:

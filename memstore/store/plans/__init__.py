@@ -75,6 +75,7 @@ from memstore.store.plans.retention import (
     PruneReport,
     expiry_defaults_of,
     prune,
+    set_expiry,
     set_expiry_default,
 )
 from memstore.store.plans.search_index import (
@@ -171,6 +172,7 @@ __all__ = [
     "resolve_node_id",
     "session_info",
     "session_page",
+    "set_expiry",
     "set_expiry_default",
     "store_stats",
     "store_usage",

@@ -27,7 +27,7 @@ from sqlalchemy import (
     update,
 )
 
-from memstore.errors import InvalidArgumentError
+from memstore.errors import InvalidArgumentError, UnknownSessionError
 from memstore.store.plans.contract import Plan, Unset
 from memstore.store.policy import Backend
 from memstore.store.tables import (
@@ -40,6 +40,7 @@ from memstore.store.tables import (
     session_tags,
     sessions,
 )
+from memstore.types import validate_session_id
 
 __all__ = [
     "Expiry",
@@ -52,6 +53,7 @@ __all__ = [
     "epoch_ms",
     "expiry_defaults_of",
     "prune",
+    "set_expiry",
     "set_expiry_default",
 ]
 
@@ -386,3 +388,35 @@ def epoch_ms(value: int | datetime | Unset | None) -> int | Unset | None:
     if type(value) is not int or not 0 <= value < 2**63:
         raise InvalidArgumentError(f"expires_at is epoch ms >= 0 or a datetime, not {value!r}")
     return value
+
+
+def set_expiry(session_ids: Sequence[str], expiry: Expiry) -> Plan[None]:
+    """Give every one of `session_ids` the expiry `expiry`, all or none: in the one
+    transaction the plan runs in, every session must exist (and not be being imported).
+
+    Raises:
+        InvalidArgumentError: no session ids, a bad id, or an expiry that is no epoch ms >= 0
+            or aware datetime.
+        UnknownSessionError: the first of `session_ids` the store does not hold (nothing is
+            changed).
+    """
+    if isinstance(session_ids, str) or not session_ids:
+        raise InvalidArgumentError(f"session_ids is a non-empty list of ids, not {session_ids!r}")
+    wanted = list(dict.fromkeys(session_ids))
+    for session_id in wanted:
+        validate_session_id(session_id)
+    expires_at = epoch_ms(expiry)
+    for start in range(0, len(wanted), CHUNK):
+        chunk = wanted[start : start + CHUNK]
+        held = yield select(sessions.c.id).where(NOT_IMPORTING, sessions.c.id.in_(chunk))
+        found = set(held.scalars())
+        missing = next((session_id for session_id in chunk if session_id not in found), None)
+        if missing is not None:
+            raise UnknownSessionError(f"no session {missing!r}")
+        changed = yield (
+            update(sessions)
+            .where(NOT_IMPORTING, sessions.c.id.in_(chunk))
+            .values(expires_at=expires_at)
+        )
+        if changed.rowcount != len(chunk):  # a session deleted since the check (PostgreSQL)
+            raise UnknownSessionError(f"a session of {chunk!r} was deleted meanwhile")
