@@ -421,7 +421,8 @@ class StoreBase(Listing, Retention, Erasure, KeyedAppends, NodeIds, SessionMetad
         `timeout` seconds (default 5) or, on SQLite, once its temporary files pass
         `max_temp_mb` MB (default 500) or its memory `max_memory_mb` MB (default 500). On
         PostgreSQL it runs over the login `read_url` names
-        (default `$MEMSTORE_READ_URL`, else the store's own).
+        (default `$MEMSTORE_READ_URL`, else the store's own). A store of a named tenant reads
+        only that tenant's rows (docs/tenants.md; on PostgreSQL it is refused for now).
 
         Raises:
             QueryError: the statement writes, is more than one statement, fails, runs out of
@@ -439,6 +440,7 @@ class StoreBase(Listing, Retention, Erasure, KeyedAppends, NodeIds, SessionMetad
                 read_url=read_url,
                 max_temp_mb=max_temp_mb,
                 max_memory_mb=max_memory_mb,
+                tenant=self.tenant or None,  # the default tenant's: every row, as before
             )
 
         return (yield from OnEngine(query, "running a query"))

@@ -54,6 +54,7 @@ from memstore.errors import InvalidArgumentError, QueryError, TimeLimitError
 from memstore.store.engine import sqlite_read_uri
 from memstore.store.policy import backend_of
 from memstore.store.rows import derived_text
+from memstore.store.tenant_sql import TenantReading, confine_to_tenant
 
 __all__ = [
     "DEFAULT_MEMORY_MB",
@@ -260,23 +261,34 @@ def _allows_more(option: str, keyword: str) -> str:
 
 
 def _sqlite(
-    url: URL, sql: str, limit: int, timeout: float, max_temp_mb: float, max_memory_mb: float
+    url: URL,
+    sql: str,
+    limit: int,
+    timeout: float,
+    limits_mb: tuple[float, float],
+    tenant: str | None,
 ) -> QueryResult:
+    max_temp_mb, max_memory_mb = limits_mb
     uri = sqlite_read_uri(url, strict=True)  # in a read-only directory too
-    connection = sqlite3.connect(uri, uri=True)
+    connection = sqlite3.connect(uri if tenant is None else "file::memory:", uri=True)
     # The views derive text from turns' JSON (migration 0016), where a lone surrogate may be
     # escaped: SQLite gives it as bytes that are not UTF-8, read as U+FFFD.
     connection.text_factory = derived_text
     deadline = _Deadline(timeout, max_temp_mb, max_memory_mb)
+    scope: TenantReading | None = None
     try:
-        connection.execute("PRAGMA temp_store = FILE")  # where the deadline can measure it
+        # Where the deadline can measure it; first, as setting it drops every TEMP view.
+        connection.execute("PRAGMA temp_store = FILE")
+        if tenant is not None:
+            scope = confine_to_tenant(connection, uri, tenant, _only_reading)
         longest = min(int(max_memory_mb * 1_000_000), 2**31 - 1)  # one value, at most
         connection.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, max(longest, 1))
-        connection.set_authorizer(_only_reading)
+        connection.set_authorizer(scope or _only_reading)
         connection.set_progress_handler(deadline, _PROGRESS_STEPS)
         return _fetch(connection.execute(sql), limit)
     except (sqlite3.Error, sqlite3.Warning) as exc:
-        raise deadline.error(exc) from exc
+        error = deadline.error(exc)
+        raise (scope.explain(error) if scope else error) from exc
     finally:
         connection.close()
 
@@ -389,17 +401,21 @@ def run_read_only(
     read_url: str | None = None,
     max_temp_mb: float = DEFAULT_TEMP_MB,
     max_memory_mb: float = DEFAULT_MEMORY_MB,
+    tenant: str | None = None,
 ) -> QueryResult:
     """Run one statement that only reads, for at most `timeout` seconds and (SQLite) at most
     `max_temp_mb` MB of temporary files and `max_memory_mb` MB of memory; anything else is
     refused with QueryError (Ctrl-C stops it and raises KeyboardInterrupt). On PostgreSQL it
-    runs over `read_url` (default `$MEMSTORE_READ_URL`, else `engine`'s own login)."""
+    runs over `read_url` (default `$MEMSTORE_READ_URL`, else `engine`'s own login). `tenant`:
+    the statement sees only that tenant's rows (SQLite: `memstore.store.tenant_sql`)."""
     _require_positive(timeout, "a query time limit is seconds > 0")
     _require_positive(max_temp_mb, "a temporary space limit is MB > 0")
     _require_positive(max_memory_mb, "a memory limit is MB > 0")
     if not sql.isascii() and _LONE_SURROGATE.search(sql):
         raise QueryError("the statement holds a lone surrogate, which no database can take")
     if not backend_of(engine.dialect.name).one_file:
+        if tenant is not None:
+            raise QueryError(_NO_TENANT_SQL_YET)
         read_url = read_url or os.environ.get(READ_URL_VARIABLE) or None
         if read_url is None:
             return _postgres(engine, sql, limit, timeout)
@@ -416,7 +432,13 @@ def run_read_only(
     database = engine.url.database
     if not database or not Path(database).exists():
         raise QueryError(f"no SQLite database at {database!r}")
-    return _sqlite(engine.url, sql, limit, timeout, max_temp_mb, max_memory_mb)
+    return _sqlite(engine.url, sql, limit, timeout, (max_temp_mb, max_memory_mb), tenant)
+
+
+_NO_TENANT_SQL_YET = (
+    "memstore sql --tenant on PostgreSQL needs row-level security, which is not there yet "
+    "(docs/tenants.md); nothing was run"
+)
 
 
 def _require_positive(value: object, what: str) -> None:
