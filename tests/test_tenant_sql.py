@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -32,7 +33,7 @@ def url(sqlite_url: str) -> str:
     return sqlite_url
 
 
-def rows(url: str, tenant: str, sql: str) -> list[tuple[object, ...]]:
+def rows(url: str, tenant: str, sql: str) -> list[tuple[Any, ...]]:
     with SessionStore(url, tenant=tenant, read_only=True) as store:
         return store.read_only_query(sql).rows
 
