@@ -158,3 +158,13 @@ def test_a_bad_tenant_is_one_clear_line(sqlite_url: str, where: str) -> None:
     assert code == 2
     assert stderr.startswith("error: tenant 'has space' is not a tenant's name")
     assert len(stderr.strip().splitlines()) == 1
+
+
+def test_tenants_lists_every_tenant_for_an_operator(url: str) -> None:
+    with SessionStore(url) as default:
+        default.append("mine", turn("user", "the default tenant's"))
+    listed = as_json(url, "--tenant", ACME, "tenants")  # every tenant, whatever --tenant says
+    assert [(row["tenant"], row["sessions"]) for row in listed] == [("", 1), (ACME, 4), (GLOBEX, 4)]
+    code, stdout, _ = run(url, "tenants")
+    assert code == 0
+    assert GLOBEX in stdout

@@ -145,6 +145,16 @@ def test_export_and_import_stay_in_their_tenant(
     assert len(lines) > 2
 
 
+def test_tenants_lists_every_tenant_whatever_the_stores(
+    tenants: tuple[SessionStore, SessionStore], open_store: Callable[..., SessionStore]
+) -> None:
+    acme, _ = tenants
+    acme.delete_session("f1")
+    listed = [(totals.tenant, totals.sessions) for totals in acme.tenants()]
+    assert listed == [(ACME, 3), (GLOBEX, 4)]
+    assert open_store(tenant="initech").tenants() == acme.tenants()
+
+
 def test_a_tenant_name_is_checked(open_store: Callable[..., SessionStore]) -> None:
     for bad in ("has space", "-lead", "x" * 65, "naïve"):
         with pytest.raises(InvalidArgumentError, match="tenant"):
