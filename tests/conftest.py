@@ -17,6 +17,7 @@ from hypothesis import settings
 from sqlalchemy.engine import make_url
 
 from memstore.store import SessionStore
+from tests.templates import Templates
 
 # Tests assert behaviour, never speed (benchmarks/ measures that): no per-example deadline, which
 # a busy machine would turn into a spurious failure.
@@ -134,14 +135,35 @@ async def _awaited(awaitable: Any) -> Any:
     return await awaitable
 
 
+@pytest.fixture(scope="session")
+def migrated_templates(tmp_path_factory: pytest.TempPathFactory) -> Templates:
+    """The migrated databases the tests' fresh databases are copied from (tests/templates.py):
+    made once per run on first use, read only."""
+    return Templates(tmp_path_factory.mktemp("migrated-templates"))
+
+
+_MIGRATION_OPTIONS = frozenset({"read_only", "schema", "auto_migrate", "migrators"})
+"""Store options under which a first open does not simply migrate the test's database to the
+head: such an open meets the database as the test left it (see `open_store`)."""
+
+
 @pytest.fixture(params=["sync", "async"])
-def open_store(request: pytest.FixtureRequest, database_url: str) -> Iterator[Callable[..., Any]]:
+def open_store(
+    request: pytest.FixtureRequest, database_url: str, migrated_templates: Templates
+) -> Iterator[Callable[..., Any]]:
     """Opens stores on this test's database: a SessionStore, or an AsyncSessionStore driven
-    through `Blocking` (typed as SessionStore, since it answers the same calls)."""
+    through `Blocking` (typed as SessionStore, since it answers the same calls).
+
+    The first plain open of a database nothing has touched yet finds it already migrated: a
+    copy of the run's migrated template (tests/templates.py), which is what migrating it would
+    make, at a fraction of the cost."""
     opened: list[Any] = []
     runner = asyncio.Runner()
+    filled: list[bool] = []
 
     def open_(**kwargs: Any) -> SessionStore:
+        if not filled and not _MIGRATION_OPTIONS & kwargs.keys():
+            filled.append(migrated_templates.fill_if_untouched(database_url))
         if request.param == "sync":
             store: Any = SessionStore(database_url, **kwargs)
         else:

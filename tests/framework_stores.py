@@ -11,8 +11,10 @@ import anyio
 
 from memstore import SessionStore
 from memstore.integrations._history import AnyStore, on_store_loop
+from tests.templates import Templates
 
 Body = Callable[[AnyStore], Awaitable[None]]
+Runner = Callable[[Body], None]
 
 
 def run_on_store(flavour: str, database_url: str, body: Body, backend: str = "asyncio") -> None:
@@ -32,6 +34,20 @@ def run_on_store(flavour: str, database_url: str, body: Body, backend: str = "as
             await maybe(store.close(), store)
 
     anyio.run(main, backend=backend)
+
+
+def runner_on_migrated(flavour: str, database_url: str, templates: Templates) -> Runner:
+    """`run_on_store` on this flavour and database, the database filled at the first run from
+    the run's migrated template if nothing has touched it yet (tests/templates.py): what the
+    store's first open would migrate it to, made cheaply."""
+    filled: list[bool] = []
+
+    def run(body: Body, backend: str = "asyncio") -> None:
+        if not filled:
+            filled.append(templates.fill_if_untouched(database_url))
+        run_on_store(flavour, database_url, body, backend)
+
+    return run
 
 
 async def maybe(value: Any, store: Any = None) -> Any:

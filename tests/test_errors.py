@@ -81,6 +81,16 @@ MISUSES: dict[str, tuple[Callable[[SessionStore], Any], type[MemstoreError], str
         InvalidArgumentError,
         "'3'",
     ),
+    "session metadata that is no mapping": (
+        lambda store: store.update_session("a", metadata=["x"]),  # type: ignore[arg-type]
+        InvalidArgumentError,
+        "metadata: a mapping with string keys, not",
+    ),
+    "session metadata with a key that is no string": (
+        lambda store: store.update_session("a", metadata={1: "x"}),  # type: ignore[dict-item]
+        InvalidArgumentError,
+        "metadata: a mapping with string keys",
+    ),
     "a metadata filter that is no mapping": (
         lambda store: store.sessions(metadata=["a"]),  # type: ignore[arg-type]
         InvalidArgumentError,

@@ -6,7 +6,6 @@ tests/frameworks/test_adk_session_service.py.)"""
 from __future__ import annotations
 
 import asyncio
-import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -21,13 +20,16 @@ from google.genai import types
 
 from memstore.integrations._history import AnyStore
 from memstore.integrations.google_adk import MemstoreSessionService, memstore_session_id
-from tests.framework_stores import Body, maybe, run_on_store
+from tests.framework_stores import Body, maybe, runner_on_migrated
+from tests.templates import Templates
 
 
 @pytest.fixture(params=["sync", "async"])
-def with_store(request: pytest.FixtureRequest, database_url: str) -> Callable[[Body], None]:
+def with_store(
+    request: pytest.FixtureRequest, database_url: str, migrated_templates: Templates
+) -> Callable[[Body], None]:
     """Runs an async test body with a SessionStore or an AsyncSessionStore on this database."""
-    return functools.partial(run_on_store, request.param, database_url)
+    return runner_on_migrated(request.param, database_url, migrated_templates)
 
 
 def full_event(timestamp: float = 1_800_000_000.25) -> Event:

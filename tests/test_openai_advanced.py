@@ -6,7 +6,6 @@ errors it raises, and the constructor that takes the SDK's arguments."""
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -20,7 +19,8 @@ from memstore import BranchError, MemstoreError, SessionClosedError, SessionStor
 from memstore.integrations._history import AnyStore
 from memstore.integrations.openai_advanced import MemstoreAdvancedSession
 from memstore.integrations.openai_agents import MemstoreSession
-from tests.framework_stores import Body, maybe, run_on_store
+from tests.framework_stores import Body, maybe, run_on_store, runner_on_migrated
+from tests.templates import Templates
 
 ITEMS: list[Any] = [
     {"role": "user", "content": "Plan a trip to Kyoto"},
@@ -31,9 +31,11 @@ ITEMS: list[Any] = [
 
 
 @pytest.fixture(params=["sync", "async"])
-def with_store(request: pytest.FixtureRequest, database_url: str) -> Callable[[Body], None]:
+def with_store(
+    request: pytest.FixtureRequest, database_url: str, migrated_templates: Templates
+) -> Callable[[Body], None]:
     """Runs an async test body with a SessionStore or an AsyncSessionStore on this database."""
-    return functools.partial(run_on_store, request.param, database_url)
+    return runner_on_migrated(request.param, database_url, migrated_templates)
 
 
 class _Result:

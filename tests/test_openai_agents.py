@@ -36,17 +36,20 @@ from memstore.integrations import _history
 from memstore.integrations._history import AnyStore
 from memstore.integrations.openai_agents import MemstoreSession, SessionCompaction
 from memstore.invokers import extractive
-from tests.framework_stores import Body, maybe, run_on_store
+from tests.framework_stores import Body, maybe, runner_on_migrated
 from tests.frameworks.openai_agents.responses import get_text_message
 from tests.invoker_servers import Reply, error, serve
+from tests.templates import Templates
 
 set_tracing_disabled(True)  # the SDK would send traces to OpenAI
 
 
 @pytest.fixture(params=["sync", "async"])
-def with_store(request: pytest.FixtureRequest, database_url: str) -> Callable[[Body], None]:
+def with_store(
+    request: pytest.FixtureRequest, database_url: str, migrated_templates: Templates
+) -> Callable[[Body], None]:
     """Runs an async test body with a SessionStore or an AsyncSessionStore on this database."""
-    return functools.partial(run_on_store, request.param, database_url)
+    return runner_on_migrated(request.param, database_url, migrated_templates)
 
 
 def _completion(message: dict[str, Any]) -> Reply:

@@ -461,3 +461,16 @@ def test_memstore_prune_refuses_bad_options(
     assert message in stderr
     with SessionStore(sqlite_url) as store:
         assert store.list_sessions() == ["s"]
+
+
+def test_a_branch_deeper_than_sqlites_trigger_depth_is_pruned(store: SessionStore) -> None:
+    """A compacted or rewound long session leaves a chain of thousands of nodes no head
+    reaches: pruning it unlinks every parent before deleting (deleted a chunk at a time, the
+    cascade through the parent key recursed down the rest of the chain, past SQLite's 1,000
+    levels: "too many levels of trigger recursion")."""
+    chain = store.append_many("long", [say(f"turn {i}") for i in range(1_600)])
+    kept = store.append("long", say("a fresh start"), parent=chain[0].id)
+    report = store.prune(unreachable=True, dry_run=False)
+    assert [(b.session_id, len(b.node_ids)) for b in report.branches] == [("long", 1_599)]
+    assert [node.id for node in store.load_session("long").all()] == [chain[0].id, kept.id]
+    assert store.search("turn") == [] or {h.node_id for h in store.search("turn")} == {chain[0].id}

@@ -44,6 +44,7 @@ from memstore.errors import QueryError, UnknownSessionError
 from memstore.hashing import hash_node_text
 from memstore.jsonl import export_files, head_line, node_line
 from memstore.types import validate_session_id
+from tests.templates import Templates
 
 from .conftest import LEGACY, LEGACY_FILES
 
@@ -85,8 +86,10 @@ def examples(store: SessionStore, sqlite: int, postgres: int) -> settings:
 
 
 @pytest.fixture
-def store(database_url: str) -> Iterator[SessionStore]:
-    """A sync store on SQLite and on PostgreSQL, holding one bystander session."""
+def store(database_url: str, migrated_templates: Templates) -> Iterator[SessionStore]:
+    """A sync store on SQLite and on PostgreSQL, holding one bystander session (its database a
+    copy of the run's migrated template, tests/templates.py)."""
+    migrated_templates.fill_if_untouched(database_url)
     with SessionStore(database_url) as opened:
         opened.import_jsonl(LEGACY / "linear-chat.jsonl", session_id="bystander")
         yield opened

@@ -448,3 +448,22 @@ def test_a_session_field_holding_a_nul_is_refused_where_the_database_cannot_stor
         assert (info.title, info.tags, info.metadata) == ("a\0b", ("a\0b", "ok"), {"a\0b": 1})
     else:
         assert store.list_sessions() == []
+
+
+def test_a_forks_or_merges_metadata_holding_a_nul_is_refused_where_the_database_cannot_store_it(
+    store: SessionStore,
+) -> None:
+    """Forking with metadata and merging metadata check as `update_session` does (they were a
+    bare DatabaseError on PostgreSQL), and write nothing."""
+    store.append("s", {"role": "user", "blocks": [{"kind": "text", "text": "hi"}]})
+    if store.backend.text_holds_nul:
+        store.fork_session("s", None, "f", metadata={"x": "a\0b"})
+        store.append_merging_metadata("s", [], {"s": {"x": "a\0b"}})
+        assert store.session_info("f").metadata == store.session_info("s").metadata
+        return
+    with pytest.raises(InvalidArgumentError, match=r"metadata of session 'f'\['x'\] holds a NUL"):
+        store.fork_session("s", None, "f", metadata={"x": "a\0b"})
+    with pytest.raises(InvalidArgumentError, match=r"merge for session 's'\['x'\] holds a NUL"):
+        store.append_merging_metadata("s", [], {"s": {"x": "a\0b"}})
+    assert store.list_sessions() == ["s"]
+    assert store.session_info("s").metadata == {}

@@ -19,6 +19,7 @@ from memstore.store.aio import AsyncSessionHandle, AsyncSessionStore
 from memstore.store.base import StoreBase
 from memstore.store.handle import HandleBase
 from memstore.store.migrate import head_revision
+from memstore.store.opening import Opening
 from memstore.store.operation import Operation
 from memstore.store.sync import SessionHandle
 
@@ -70,6 +71,22 @@ def test_the_two_stores_have_the_same_operations_parameters_and_docstrings() -> 
 
 def test_the_two_handles_have_the_same_operations_parameters_and_docstrings() -> None:
     assert drift(SessionHandle, AsyncSessionHandle) == []
+
+
+def test_the_two_stores_take_their_options_from_one_constructor() -> None:
+    """An option is written once (`Opening`): a shell with its own constructor could drift, as
+    each had to be given `tenant` separately."""
+    for shell in (SessionStore, AsyncSessionStore):
+        assert inspect.getattr_static(shell, "__init__") is Opening.__dict__["__init__"], shell
+    assert [name for name, _, _ in parameters(SessionStore.__init__)] == [
+        "url",
+        "migrators",
+        "auto_migrate",
+        "read_only",
+        "schema",
+        "redact",
+        "tenant",
+    ]
 
 
 def test_a_method_one_shell_alone_has_or_spells_differently_is_drift() -> None:

@@ -180,3 +180,51 @@ def test_a_framework_adapter_keeps_to_its_stores_tenant(database_url: str) -> No
             "acme asks"
         ]
         assert [m.content for m in theirs.messages] == ["globex asks", "globex answered"]
+
+
+def test_erase_and_prune_in_one_tenant_leave_the_others_identical_turns(
+    open_store: Callable[..., SessionStore], tmp_path: Path
+) -> None:
+    """Both tenants hold the same turns under the same node ids (a subject's turn, its fork
+    copy, a branch no head reaches, usage): acme's erasure of the subject and of a node, and its
+    prune of unreached branches, change nothing of globex's: its paths, search, usage, exports
+    byte for byte, and receipts."""
+    secret = "QuokkaSecret913"
+    stores = {name: open_store(tenant=name) for name in (ACME, GLOBEX)}
+    for store in stores.values():
+        first, _ = store.append_many(
+            "s",
+            [turn("user", "hello from bob"), turn("assistant", "hi bob")],
+            created_at=1_000,
+        )
+        store.append("s", turn("user", "an old branch"), parent=first.id, created_at=1_500)
+        alice = {**turn("user", f"alice says {secret}"), "user_id": "u-alice"}
+        store.append("s", alice, parent=first.id, created_at=2_000)
+        store.append("s", turn("assistant", "noted"), created_at=3_000, usage={"inputTokens": 5})
+        store.fork_session("s", None, "f")
+    acme, globex = stores[ACME], stores[GLOBEX]
+    assert acme.load_session("s").all() == globex.load_session("s").all()
+
+    def snapshot() -> dict[str, Any]:
+        for session_id in ("s", "f"):
+            globex.export_jsonl(session_id, tmp_path / f"globex-{session_id}.jsonl")
+        return {
+            "nodes": {sid: globex.load_session(sid).all() for sid in ("s", "f")},
+            "search": sorted((hit.session_id, hit.node_id) for hit in globex.search(secret)),
+            "usage": globex.usage_stats("session"),
+            "files": {sid: (tmp_path / f"globex-{sid}.jsonl").read_bytes() for sid in ("s", "f")},
+        }
+
+    before = snapshot()
+    assert len(before["search"]) == 2
+    report = acme.erase(subject=("user_id", "u-alice"), reason="GDPR", dry_run=False)
+    assert set(report.nodes) == {"s", "f"}
+    assert acme.search(secret) == []
+    unreached = acme.prune(unreachable=True, dry_run=False)
+    assert [branch.session_id for branch in unreached.branches] == ["s"]
+    acme.erase(session_id="f", node_id=acme.head("f") or "", reason="asked", dry_run=False)
+    assert acme.usage_stats("session") == []
+    assert snapshot() == before
+    assert globex.erasures() == []
+    assert len(acme.erasures()) == 2
+    assert globex.prune(unreachable=True).node_count == 2  # its unreached nodes are still there

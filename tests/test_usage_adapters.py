@@ -4,7 +4,6 @@ carry. Both backends, sync and async stores."""
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -15,12 +14,15 @@ from openai.types.responses.response_usage import InputTokensDetails
 from memstore import InvalidArgumentError
 from memstore.integrations.claude_agent_sdk import MemstoreSessionStore, memstore_session_id
 from memstore.integrations.openai_agents import MemstoreSession
-from tests.framework_stores import Body, maybe, run_on_store
+from tests.framework_stores import Body, maybe, runner_on_migrated
+from tests.templates import Templates
 
 
 @pytest.fixture(params=["sync", "async"])
-def with_store(request: pytest.FixtureRequest, database_url: str) -> Callable[[Body], None]:
-    return functools.partial(run_on_store, request.param, database_url)
+def with_store(
+    request: pytest.FixtureRequest, database_url: str, migrated_templates: Templates
+) -> Callable[[Body], None]:
+    return runner_on_migrated(request.param, database_url, migrated_templates)
 
 
 async def usage_of(store: Any, session_id: str) -> list[tuple[Any, ...]]:

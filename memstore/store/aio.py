@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
@@ -16,7 +16,6 @@ from sqlalchemy.engine import URL, Engine
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from memstore.errors import EventLoopError, InvalidArgumentError
-from memstore.redact import Redactor
 from memstore.store.base import StoreBase
 from memstore.store.copying import BulkRows, copy_rows_async
 from memstore.store.engine import (
@@ -35,16 +34,15 @@ from memstore.store.errors import translate_database_errors
 from memstore.store.handle import HandleBase
 from memstore.store.handoff import LoopConnection
 from memstore.store.migrate import check_ready, is_current, migrate_in, require_ready, upgrade
+from memstore.store.opening import Opening
 from memstore.store.operation import Asynchronous, Await, Program, Request, Run
 from memstore.store.plans import Boundary, Plan, Step, as_call
 from memstore.store.policy import backend_of
 from memstore.store.prepared import Prepared, PreparedRows, as_sqlalchemy_errors
 from memstore.store.sync import drive as sync_drive
 from memstore.store.sync import run as sync_run
-from memstore.store.tables import DEFAULT_TENANT
 from memstore.store.tenancy import scoped
 from memstore.store.time_limits import PROGRESS_STEPS, SqliteTimeLimit
-from memstore.types import Migrator
 
 __all__ = ["AsyncSessionHandle", "AsyncSessionStore", "create_async_store_engine"]
 
@@ -139,42 +137,33 @@ async def drive(plan: Plan[T], connection: AsyncConnection) -> T:
         return done.value  # type: ignore[no-any-return]
 
 
-class AsyncSessionStore(StoreBase, Asynchronous):
-    """The async twin of SessionStore: the same operations and options (`StoreBase`'s),
-    awaited. Call `await store.open()` (or use `async with`) before the first operation when
-    `auto_migrate` is on: it migrates, or with `read_only=True` checks, the schema.
+class AsyncSessionStore(Opening[AsyncEngine], StoreBase, Asynchronous):
+    """The async twin of SessionStore: the same operations (`StoreBase`'s) and options
+    (`Opening`'s), awaited. Call `await store.open()` (or use `async with`) before the first
+    operation when `auto_migrate` is on: it migrates, or with `read_only=True` checks, the
+    schema.
 
     One store may be shared by every task of its event loop, not by several loops or threads: a
     call from another loop while its loop is open raises `EventLoopError` (its connections
     belong to that loop; once the loop is closed, or after `close()`, another may take it).
     """
 
-    def __init__(
-        self,
-        url: str | URL | AsyncEngine = DEFAULT_URL,
-        *,
-        migrators: Sequence[Migrator] = (),
-        auto_migrate: bool = True,
-        read_only: bool = False,
-        schema: str | None = None,
-        redact: Redactor | None = None,
-        tenant: str = DEFAULT_TENANT,
-    ) -> None:
-        self.engine = _async_store_engine(url, schema, read_only)
-        super().__init__(
-            self.engine.dialect.name,
-            schema=self.engine.sync_engine.get_execution_options().get(SCHEMA),
-            read_only=read_only,
-            migrators=migrators,
-            redact=redact,
-            tenant=tenant,
-        )
+    def _store_engine(
+        self, url: str | URL | AsyncEngine, *, schema: str | None, read_only: bool
+    ) -> AsyncEngine:
+        return _async_store_engine(url, schema, read_only)
+
+    def _opening(self, *, auto_migrate: bool) -> None:
+        """Nothing yet: a constructor cannot await the migration, `open` does it."""
         self._auto_migrate = auto_migrate
         self._opened = False
         self._sync_engine: Engine | None = None
         self._on_loop: LoopConnection | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_lock = threading.Lock()
+
+    def _abandon(self) -> None:
+        """Nothing to release: the engine connects on first use."""
 
     def _on_its_loop(self) -> None:
         """Bind the store to the running loop on first use; refuse any other loop while that

@@ -7,29 +7,27 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine
 from sqlalchemy.engine import URL
 
-from memstore.redact import Redactor
 from memstore.store import writer_turns
 from memstore.store.base import StoreBase
 from memstore.store.copying import BulkRows, copy_rows
-from memstore.store.engine import DEFAULT_URL, LOCK_GAP_SECONDS, SCHEMA, WRITE, store_engine
+from memstore.store.engine import LOCK_GAP_SECONDS, WRITE, store_engine
 from memstore.store.errors import translate_database_errors
 from memstore.store.handle import HandleBase
 from memstore.store.migrate import check_ready, upgrade
+from memstore.store.opening import Opening
 from memstore.store.operation import Await, Program, Request, Run, Synchronous
 from memstore.store.plans import COMMIT, Boundary, Plan, Step, as_call
 from memstore.store.policy import backend_of
 from memstore.store.prepared import Prepared, as_sqlalchemy_errors, stream_rows
-from memstore.store.tables import DEFAULT_TENANT
 from memstore.store.tenancy import scoped
 from memstore.store.time_limits import PROGRESS_STEPS, SqliteTimeLimit
-from memstore.types import Migrator
 
 __all__ = ["SessionHandle", "SessionStore"]
 
@@ -119,15 +117,17 @@ def run(engine: Engine, plan: Plan[T], *, write: bool, action: str) -> T:
         return result
 
 
-class SessionStore(StoreBase, Synchronous):
+class SessionStore(Opening[Engine], StoreBase, Synchronous):
     """Branchable session DAGs in a SQL database (SQLite by default, or PostgreSQL).
 
     One store may be shared by every thread of a process: each call is its own transaction on a
     connection of the engine's pool. Open it in each process (after a fork, not before). Its
-    operations are `StoreBase`'s; `AsyncSessionStore` has the same, awaited.
+    operations are `StoreBase`'s and its options `Opening`'s; `AsyncSessionStore` has the
+    same, awaited.
 
     Args:
-        url: a database URL (`sqlite:///path.db`, `postgresql://host/db`) or an Engine.
+        url (str | URL | Engine): a database URL (`sqlite:///path.db`, `postgresql://host/db`)
+            or an Engine.
         migrators: applied, in order, to every record imported from JSONL files.
         auto_migrate: bring the schema up to date when the store opens (a read-only store
             checks that it is instead); False does neither.
@@ -154,37 +154,23 @@ class SessionStore(StoreBase, Synchronous):
             tables have memstore's names.
     """
 
-    def __init__(
-        self,
-        url: str | URL | Engine = DEFAULT_URL,
-        *,
-        migrators: Sequence[Migrator] = (),
-        auto_migrate: bool = True,
-        read_only: bool = False,
-        schema: str | None = None,
-        redact: Redactor | None = None,
-        tenant: str = DEFAULT_TENANT,
-    ) -> None:
-        self.engine = store_engine(url, schema=schema, read_only=read_only)
-        try:
-            super().__init__(
-                self.engine.dialect.name,
-                schema=self.engine.get_execution_options().get(SCHEMA),
-                read_only=read_only,
-                migrators=migrators,
-                redact=redact,
-                tenant=tenant,
-            )
-            if auto_migrate:
-                with translate_database_errors("opening the store"):
-                    if read_only:
-                        check_ready(self.engine)
-                    else:
-                        upgrade(self.engine, only_if_needed=True)
-                self._complete(self._cleaning_on_open())
-        except BaseException:
-            self.close()  # no connection left open behind a store that never opened
-            raise
+    def _store_engine(
+        self, url: str | URL | Engine, *, schema: str | None, read_only: bool
+    ) -> Engine:
+        return store_engine(url, schema=schema, read_only=read_only)
+
+    def _opening(self, *, auto_migrate: bool) -> None:
+        """Migrate, or when read-only check, the schema (see `auto_migrate`)."""
+        if auto_migrate:
+            with translate_database_errors("opening the store"):
+                if self.read_only:
+                    check_ready(self.engine)
+                else:
+                    upgrade(self.engine, only_if_needed=True)
+            self._complete(self._cleaning_on_open())
+
+    def _abandon(self) -> None:
+        self.close()
 
     def close(self) -> None:
         """Release the engine's connections."""

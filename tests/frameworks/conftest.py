@@ -20,6 +20,7 @@ import pytest
 
 from memstore.integrations._history import AnyStore
 from tests.framework_stores import maybe
+from tests.templates import Templates
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -38,6 +39,15 @@ class OnStore:
     database_url: str
     make: Callable[[AnyStore], Any]
 
+    @classmethod
+    def migrated(
+        cls, flavour: str, database_url: str, make: Callable[[AnyStore], Any], templates: Templates
+    ) -> OnStore:
+        """On a test's fresh database, filled first from the run's migrated template
+        (tests/templates.py): what the store's first open would migrate it to, made cheaply."""
+        templates.fill_if_untouched(database_url)
+        return cls(flavour, database_url, make)
+
 
 def _adk_service(store: AnyStore) -> Any:
     from memstore.integrations.google_adk import MemstoreSessionService
@@ -46,9 +56,11 @@ def _adk_service(store: AnyStore) -> Any:
 
 
 @pytest.fixture(params=["sync", "async"])
-def session_service(request: pytest.FixtureRequest, database_url: str) -> OnStore:
+def session_service(
+    request: pytest.FixtureRequest, database_url: str, migrated_templates: Templates
+) -> OnStore:
     """memstore's ADK session service, on each store flavour and backend."""
-    return OnStore(request.param, database_url, _adk_service)
+    return OnStore.migrated(request.param, database_url, _adk_service, migrated_templates)
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -9,13 +9,13 @@ from typing import Any
 from sqlalchemy import Table, insert, literal, or_, select
 
 from memstore import jsjson
-from memstore.errors import InvalidArgumentError, UnknownSessionError
+from memstore.errors import UnknownSessionError
 from memstore.store.node_lines import NODE_LINE_TYPES, node_line_opening
 from memstore.store.plans.appends import INSERT_RECORDS, append_records, insert_nodes
 from memstore.store.plans.contract import Plan, now_ms
 from memstore.store.plans.nodes import session_row
 from memstore.store.plans.paths import load_path_nodes
-from memstore.store.plans.sessions import refuse_taken_id
+from memstore.store.plans.sessions import metadata_object, refuse_taken_id
 from memstore.store.policy import Backend
 from memstore.store.tables import TENANT, node_keys, node_usage, nodes, of_tenant, records, sessions
 from memstore.types import validate_session_id
@@ -39,7 +39,11 @@ def fork_session(
     to an export. Returns the new session's head.
     """
     validate_session_id(new_id)
-    meta = None if metadata is None else _metadata_object(new_id, metadata)
+    meta = (
+        None
+        if metadata is None
+        else metadata_object(backend, f"metadata of session {new_id!r}", metadata)
+    )
     if (yield session_row(source_id)).first() is None:
         raise UnknownSessionError(f"no session {source_id!r}")
     yield from refuse_taken_id(new_id)
@@ -80,15 +84,6 @@ def _copy_node_lines(source_id: str, new_id: str, kept: set[str]) -> Plan[None]:
     ]
     if lines:
         yield INSERT_RECORDS, lines
-
-
-def _metadata_object(session_id: str, metadata: Mapping[str, Any]) -> dict[str, Any]:
-    """`metadata` as a session's metadata object, refused unless a mapping with string keys."""
-    if not isinstance(metadata, Mapping) or not all(isinstance(key, str) for key in metadata):
-        raise InvalidArgumentError(
-            f"metadata of session {session_id!r}: a mapping with string keys, not {metadata!r}"
-        )
-    return dict(metadata)
 
 
 def _copy_rows(table: Table, source_id: str, new_id: str) -> Any:

@@ -9,11 +9,11 @@ from typing import Any, cast
 
 from sqlalchemy import select, update
 
-from memstore.errors import HeadMovedError, InvalidArgumentError, UnknownSessionError
+from memstore.errors import HeadMovedError, UnknownSessionError
 from memstore.store.plans.appends import UsageLike, append_turns, record_node_usage
 from memstore.store.plans.contract import UNSET, Plan, Unset, now_ms
 from memstore.store.plans.nodes import refuse_bad_node_ids
-from memstore.store.plans.sessions import ensure_session, refuse_taken_id
+from memstore.store.plans.sessions import ensure_session, metadata_object, refuse_taken_id
 from memstore.store.policy import Backend
 from memstore.store.tables import NOT_IMPORTING, of_tenant, sessions
 from memstore.types import SessionNode, TurnLike, validate_session_id
@@ -70,11 +70,7 @@ def append_merging_metadata(
     refuse_bad_node_ids(session_id, *usages)
     for merged_id, merge in merges.items():
         validate_session_id(merged_id)
-        if not isinstance(merge, Mapping) or not all(isinstance(key, str) for key in merge):
-            raise InvalidArgumentError(
-                f"metadata merge for session {merged_id!r}: a mapping with string keys, "
-                f"not {merge!r}"
-            )
+        metadata_object(backend, f"metadata merge for session {merged_id!r}", merge)
     return _append_merging(backend, session_id, turns, merges, expected_head, exists, usages)
 
 

@@ -292,13 +292,19 @@ def _unreached_branches(
             node_ids.append(node_id)
             found[session_id] = (node_ids, total + int(size or 0))
     if delete_:
-        for session_id, (node_ids, _) in found.items():
-            for chunk in _chunks(node_ids):
-                of_branch = and_(
-                    of_tenant(nodes), nodes.c.session_id == session_id, nodes.c.id.in_(chunk)
-                )
-                yield update(nodes).where(of_branch).values(parent_id=None)
-                yield delete(nodes).where(of_branch)
+        # Unlink every pruned node before deleting any: deleting a chunk whose nodes are
+        # parents of the next chunk's would cascade down the rest of the chain, once per
+        # level, which SQLite refuses beyond 1,000 levels. (A pruned node's children are
+        # all pruned too: what no head reaches, nothing below it reaches either.)
+        of_branches = [
+            and_(of_tenant(nodes), nodes.c.session_id == session_id, nodes.c.id.in_(chunk))
+            for session_id, (node_ids, _) in found.items()
+            for chunk in _chunks(node_ids)
+        ]
+        for of_branch in of_branches:
+            yield update(nodes).where(of_branch).values(parent_id=None)
+        for of_branch in of_branches:
+            yield delete(nodes).where(of_branch)
     return tuple(
         PrunedBranches(session_id, tuple(node_ids), size)
         for session_id, (node_ids, size) in found.items()

@@ -370,6 +370,16 @@ def delete_session(session_id: str) -> Plan[bool]:
     return bool(result.rowcount)
 
 
+def metadata_object(backend: Backend, field: str, value: object) -> dict[str, Any]:
+    """`value` as a session's metadata object (a dict), refused unless a mapping with string keys
+    that `backend` can store; `field` names it in the error (e.g. "metadata of session 'a'")."""
+    if not isinstance(value, Mapping) or not all(isinstance(key, str) for key in value):
+        raise InvalidArgumentError(f"{field}: a mapping with string keys, not {value!r}")
+    if not backend.text_holds_nul:
+        _refuse_nul(backend, {field: value})
+    return dict(value)
+
+
 def _refuse_nul(backend: Backend, fields: Mapping[str, object]) -> None:
     """Refuse the first string among `fields` (or keys, values and items inside them, at any
     depth) that holds a NUL character, naming where it is: `backend` cannot store it."""
@@ -404,17 +414,20 @@ def update_session(
 
     Raises:
         InvalidArgumentError: a value the backend cannot store (PostgreSQL: a NUL character);
-            an expiry that is no epoch ms >= 0 or aware datetime.
+            metadata that is not a mapping with string keys; an expiry that is no epoch
+            ms >= 0 or aware datetime.
     """
     validate_session_id(session_id)
-    if not backend.text_holds_nul:
-        _refuse_nul(backend, {"title": title, "tags": tags, "metadata": metadata})
-    yield from ensure_session(backend, session_id, now_ms())
     values: dict[str, Any] = {}
+    if not isinstance(metadata, Unset):
+        values["meta"] = (
+            None if metadata is None else metadata_object(backend, "metadata", metadata)
+        )
+    if not backend.text_holds_nul:
+        _refuse_nul(backend, {"title": title, "tags": tags})
+    yield from ensure_session(backend, session_id, now_ms())
     if not isinstance(title, Unset):
         values["title"] = title
-    if not isinstance(metadata, Unset):
-        values["meta"] = dict(metadata) if metadata is not None else None
     if not isinstance(expiry, Unset):
         values["expires_at"] = epoch_ms(expiry)
     if values:

@@ -11,6 +11,7 @@ import pytest
 
 from tests.frameworks.claude_agent_sdk.swap import store_class as swapped_class
 from tests.frameworks.conftest import OnStore
+from tests.templates import Templates
 
 VARIANTS = [
     "sync-sqlite-asyncio",
@@ -34,8 +35,11 @@ def anyio_backend(variant: list[str]) -> str:
 
 
 @pytest.fixture
-def store_class(request: pytest.FixtureRequest, variant: list[str]) -> OnStore:
+def store_class(
+    request: pytest.FixtureRequest, variant: list[str], migrated_templates: Templates
+) -> OnStore:
     """The class to construct where the tests constructed InMemorySessionStore (made in the
     test's event loop by tests/frameworks/conftest.py)."""
     flavour, database = variant[0], variant[1]
-    return OnStore(flavour, request.getfixturevalue(f"{database}_url"), swapped_class)
+    url = request.getfixturevalue(f"{database}_url")
+    return OnStore.migrated(flavour, url, swapped_class, migrated_templates)

@@ -17,36 +17,16 @@ from sqlalchemy.engine import make_url
 from memstore import SessionStore
 from memstore.integrations.openai_advanced import MemstoreAdvancedSession
 from tests.conftest import postgres_server_url
-from tests.frameworks.openai_agents.templates import PostgresTemplate, SqliteTemplate, schema_url
+from tests.templates import Templates, schema_url
 
 VARIANTS = ["sync-sqlite", "async-sqlite", "sync-postgres", "async-postgres"]
 
 
 @dataclass
-class Templates:
-    """The migrated databases new ones are copied from (templates.py), made once per run on
-    first use."""
-
-    directory: Path
-    sqlite: SqliteTemplate | None = None
-    postgres: PostgresTemplate | None = None
-
-    def sqlite_template(self) -> SqliteTemplate:
-        if self.sqlite is None:
-            self.sqlite = SqliteTemplate.made_in(self.directory)
-        return self.sqlite
-
-    def postgres_template(self, server: Any) -> PostgresTemplate:
-        if self.postgres is None:
-            self.postgres = PostgresTemplate.made_on(server)
-        return self.postgres
-
-
-@dataclass
 class Databases:
     """The databases of one test: one per `db_path` the test names (each `:memory:` session
-    a fresh one, as the SDK's), all of one variant, each a copy of a migrated template, closed
-    and dropped after the test."""
+    a fresh one, as the SDK's), all of one variant, each a copy of a migrated template
+    (tests/templates.py), closed and dropped after the test."""
 
     flavour: str
     backend: str

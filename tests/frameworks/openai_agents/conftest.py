@@ -16,33 +16,29 @@ from agents import set_tracing_disabled
 
 from memstore.errors import EventLoopError
 from tests.frameworks.conftest import OnStore
-from tests.frameworks.openai_agents.advanced import Templates
 from tests.frameworks.openai_agents.swap import session_factory
+from tests.templates import Templates
 
 set_tracing_disabled(True)
 
 
-@pytest.fixture(scope="session")
-def migrated_templates(tmp_path_factory: pytest.TempPathFactory) -> Templates:
-    """The migrated databases the advanced-session tests' new databases are copied from
-    (advanced.py): made once per run, read only."""
-    return Templates(tmp_path_factory.mktemp("advanced-templates"))
-
-
 @pytest.fixture(params=["sync", "async"])
-def make_session(request: pytest.FixtureRequest, database_url: str) -> OnStore:
+def make_session(
+    request: pytest.FixtureRequest, database_url: str, migrated_templates: Templates
+) -> OnStore:
     """Builds MemstoreSessions where the tests built SQLiteSessions, on each store flavour and
     backend (made in the test's event loop by tests/frameworks/conftest.py)."""
-    return OnStore(request.param, database_url, session_factory)
+    return OnStore.migrated(request.param, database_url, session_factory, migrated_templates)
 
 
 @pytest.fixture(params=["sync-sqlite", "async-postgres"])
-def make_list_session(request: pytest.FixtureRequest) -> OnStore:
+def make_list_session(request: pytest.FixtureRequest, migrated_templates: Templates) -> OnStore:
     """Builds MemstoreSessions where the Runner tests built the SDK tests' in-memory
     SimpleListSession: those test the Runner's persistence, which any store should pass alike,
     so they run on two variants that cover both stores and both backends, not all four."""
     flavour, backend = request.param.split("-")
-    return OnStore(flavour, request.getfixturevalue(f"{backend}_url"), session_factory)
+    url = request.getfixturevalue(f"{backend}_url")
+    return OnStore.migrated(flavour, url, session_factory, migrated_templates)
 
 
 _RUN_SYNC_ON_ASYNC_STORE = (
