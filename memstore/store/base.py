@@ -426,14 +426,12 @@ class StoreBase(Listing, Retention, Erasure, KeyedAppends, NodeIds, SessionMetad
         """Run one SQL statement that only reads (the views are there for this), stopped after
         `timeout` seconds (default 5) or, on SQLite, once its temporary files pass
         `max_temp_mb` MB (default 500) or its memory `max_memory_mb` MB (default 500). On
-        PostgreSQL it runs over the login `read_url` names
-        (default `$MEMSTORE_READ_URL`, else the store's own). A store of a named tenant reads
-        only that tenant's rows (docs/tenants.md; on PostgreSQL it is refused for now).
+        PostgreSQL it runs over the login `read_url` names (default `$MEMSTORE_READ_URL`, else
+        the store's own). A named tenant's store reads its rows only (docs/tenants.md).
 
         Raises:
-            QueryError: the statement writes, is more than one statement, fails, runs out of
-                time, temporary space or memory; or the PostgreSQL login is privileged (a superuser,
-                server files, ...).
+            QueryError: the statement writes, is not one statement, fails or runs out of time,
+                space or memory; or the PostgreSQL login is privileged (a superuser, ...).
             KeyboardInterrupt: Ctrl-C stopped it (on PostgreSQL it is cancelled on the server).
         """
 
