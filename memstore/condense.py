@@ -45,6 +45,7 @@ __all__ = [
     "check_window",
     "compact",
     "estimate_context_tokens",
+    "fills_trigger",
     "find_cut_point",
     "minimum_budget",
     "minimum_window",
@@ -103,6 +104,14 @@ def should_compact(
         tokens = estimate_context_tokens(messages)
     else:
         tokens = estimate_with_usage(messages, usages)
+    return fills_trigger(tokens, model, cfg)
+
+
+def fills_trigger(tokens: int, model: ModelCard, cfg: CompactionPolicy | None = None) -> bool:
+    """Whether a history of `tokens` (however estimated) has reached `trigger_ratio` of the
+    model's window; a card whose window is not positive never triggers condensation."""
+    if model.context_window <= 0:
+        return False
     return tokens >= model.context_window * (cfg or CompactionPolicy()).trigger_ratio
 
 

@@ -502,3 +502,41 @@ def test_a_tombstone_is_recognised_as_one_and_an_ordinary_turn_is_not(turn: dict
         assert not is_tombstone(jsjson.dumps(with_text))
     assert not is_tombstone(grave.replace('"erasure":3', '"erasure":3,"by":"x"'))
     assert not is_tombstone(json.dumps(json.loads(grave)))  # spaced: not as erase writes it
+
+
+def test_a_summary_is_erased_when_only_a_fork_still_holds_what_it_condensed(
+    store: SessionStore, tmp_path: Path, database_url: str
+) -> None:
+    """Compaction, a fork of the condensed branch, then a prune of that branch from the
+    compacted session: the summary's `fromNodeId` is in the fork alone, and its path there
+    holds the subject's turns, so the summary is erased (it was missed: its path was looked
+    for in its own session only)."""
+    store.append("s", said(f"alice says {SECRET}", "u-alice"))
+    for index in range(6):
+        store.append("s", said(f"bob's turn {index}", "u-bob", "assistant"))
+    old_head = store.head("s")
+    result = store.compact_session("s", CARD, extractive(), CompactionPolicy(keep_recent=2))
+    assert result.changed
+    store.fork_session("s", old_head, "copy")
+    assert store.prune(unreachable=True, dry_run=False).node_count == 7
+    report = store.erase(subject=("user_id", "u-alice"), reason="r", dry_run=False)
+    assert report.summaries == 1
+    assert report.nodes["s"] == (result.summary_node_id,)
+    summary = store.load_path("s")[0].to_json()
+    assert summary["blocks"] == [{"kind": "text", "text": "[erased]"}]
+    store.vacuum()
+    assert traces(store, tmp_path, database_url) == []
+
+
+def test_erasing_hundreds_of_nodes_of_one_session(store: SessionStore, tmp_path: Path) -> None:
+    """600 of a subject's turns with usage in one session (SQLite refused the erasure: the
+    condition on their usage lines was 1,200 LIKEs deep, past its expression depth of 1,000)."""
+    turns = [said(f"{SECRET} {index}", "u-alice") for index in range(600)]
+    store.append_many("s", turns, usage=[{"inputTokens": 1}] * 600)
+    report = store.erase(subject=("user_id", "u-alice"), reason="r", dry_run=False)
+    assert report.node_count == 600
+    store.export_session("s", tmp_path / "s.jsonl")
+    exported = (tmp_path / "s.jsonl").read_text(encoding="utf-8")
+    assert SECRET not in exported
+    assert '"type":"usage"' not in exported
+    assert store.usage_stats("session") == []

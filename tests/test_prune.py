@@ -474,3 +474,35 @@ def test_a_branch_deeper_than_sqlites_trigger_depth_is_pruned(store: SessionStor
     assert [(b.session_id, len(b.node_ids)) for b in report.branches] == [("long", 1_599)]
     assert [node.id for node in store.load_session("long").all()] == [chain[0].id, kept.id]
     assert store.search("turn") == [] or {h.node_id for h in store.search("turn")} == {chain[0].id}
+
+
+def test_a_pruned_branchs_usage_and_key_lines_leave_the_export(
+    store: SessionStore, tmp_path: Path
+) -> None:
+    """The log's usage and key lines of pruned nodes go with them: the export named nodes it
+    no longer held, first in the file, and an import of it was refused."""
+    root = store.append("s", say("root"))
+    old = store.append_keyed(
+        "s",
+        [say("old question"), say("old answer", "assistant")],
+        ["k-old-1", "k-old-2"],
+        usage=[None, {"inputTokens": 9, "model": "m"}],
+    )
+    kept = store.append(
+        "s", say("new answer", "assistant"), parent=root.id, usage={"inputTokens": 4}
+    )
+    report = store.prune(unreachable=True, dry_run=False)
+    assert report.branches[0].node_ids == tuple(node.id for node in old)
+    lines = exported_lines(store, tmp_path, "s")
+    named = set()
+    for line in lines:  # node, head, usage and key lines
+        record = json.loads(line)
+        named.add(record["node"]["id"] if record["type"] == "node" else record.get("leaf"))
+        named.add(record.get("node") if record["type"] in ("usage", "key") else None)
+    assert named - {None} == {root.id, kept.id}
+    assert not any(b"k-old" in line for line in lines)
+    path = tmp_path / "s.exported.jsonl"
+    path.write_bytes(b"".join(lines))
+    store.import_jsonl(path, session_id="again")
+    assert exported_lines(store, tmp_path, "again") == lines
+    assert [row.input_tokens for row in store.usage_stats("session")] == [4, 4]

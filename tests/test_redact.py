@@ -540,14 +540,15 @@ def test_an_agent_file_imported_through_the_redactor_imports_again(
 )
 @given(case=turns())
 def test_a_redacting_store_keeps_no_secret_of_a_generated_corpus_and_nothing_else_changes(
-    tmp_path: Path, case: tuple[dict[str, Any], dict[str, Any]]
+    database_url: str, tmp_path: Path, case: tuple[dict[str, Any], dict[str, Any]]
 ) -> None:
+    """On SQLite and PostgreSQL: the plain store is another tenant of the same database."""
     original, expected = case
     clean = parse_turn(expected)
     name = f"s{uuid.uuid4().hex}"  # each example a session of its own
     with (
-        SessionStore(f"sqlite:///{tmp_path / 'plain.db'}") as plain,
-        SessionStore(f"sqlite:///{tmp_path / 'redacted.db'}", redact=secrets()) as store,
+        SessionStore(database_url, tenant="plain") as plain,
+        SessionStore(database_url, redact=secrets()) as store,
     ):
         # Appended: the stored turn is the expected one, under its content address.
         node = store.append(name, original, created_at=9)

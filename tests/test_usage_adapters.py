@@ -103,3 +103,46 @@ def test_claude_agent_sdk_entries_that_carry_usage_keep_it(
         assert await adapter.load(key) == entries
 
     with_store(body)
+
+
+def test_an_agents_sessions_compaction_can_decide_by_the_reported_usage(
+    with_store: Callable[[Body], None],
+) -> None:
+    """`SessionCompaction(usage_aware=True)`: a short history whose last run reported 9,000
+    input tokens fills a 10,000-token window's trigger; by the character rule (the default)
+    it does not."""
+    from memstore import CompactionPolicy, ModelCard
+    from memstore.integrations.openai_agents import SessionCompaction
+    from memstore.invokers import extractive
+
+    card = ModelCard(id="any", context_window=10_000)
+    policy = CompactionPolicy(keep_recent=1)
+
+    async def body(store: Any) -> None:
+        by_rule = MemstoreSession(
+            "rule", store, compaction=SessionCompaction(card, extractive(), policy)
+        )
+        by_usage = MemstoreSession(
+            "usage",
+            store,
+            compaction=SessionCompaction(card, extractive(), policy, usage_aware=True),
+        )
+        for session in (by_rule, by_usage):
+            await session.add_items(
+                [{"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi"}]
+            )
+            await session.run_compaction()
+            assert len(await session.get_items()) == 2  # neither fills the window yet
+            await session.add_usage(Usage(requests=1, input_tokens=9_000, output_tokens=5))
+            await session.add_items([{"role": "user", "content": "and now?"}])
+            await session.run_compaction()
+        assert len(await by_rule.get_items()) == 3  # the character rule: a few tokens
+        summary, kept = await by_usage.get_items()
+        assert cast_text(summary).startswith("[condensed earlier context]")
+        assert kept == {"role": "user", "content": "and now?"}
+
+    with_store(body)
+
+
+def cast_text(item: Any) -> str:
+    return str(item["content"][0]["text"])

@@ -31,7 +31,7 @@ except ImportError as exc:
     raise MissingExtraError(__name__, "openai-agents", exc) from exc
 
 from memstore import jsjson
-from memstore.condense import should_compact
+from memstore.condense import fills_trigger, should_compact
 from memstore.convert.responses import RESPONSES
 from memstore.integrations import _history
 from memstore.integrations._history import AnyStore
@@ -65,6 +65,10 @@ class SessionCompaction:
     model: ModelCard
     invoker: ModelInvoker
     policy: CompactionPolicy = field(default_factory=CompactionPolicy)
+    usage_aware: bool = False
+    """Decide by the usage-aware estimate (the input tokens the provider last reported on the
+    path, as `add_usage` records them, plus the character rule for the items after them:
+    `estimate_tokens(..., usage_aware=True)`) rather than by the character rule alone."""
 
 
 class MemstoreSession:
@@ -151,9 +155,14 @@ class MemstoreSession:
         if settings is None:
             return
         if not (args or {}).get("force"):
-            found = await _history.arun(self.store, _history.turns(self.session_id))
-            if not should_compact(found, settings.model, settings.policy):
-                return
+            if settings.usage_aware:
+                tokens = await self._usage_aware_tokens()
+                if not fills_trigger(tokens, settings.model, settings.policy):
+                    return
+            else:
+                found = await _history.arun(self.store, _history.turns(self.session_id))
+                if not should_compact(found, settings.model, settings.policy):
+                    return
         await self._compact(settings)
 
     async def _get_compaction_snapshot(
@@ -186,6 +195,13 @@ class MemstoreSession:
             return True
 
         return snapshot_type([found[0] for found in items], complete, replace_suffix)
+
+    async def _usage_aware_tokens(self) -> int:
+        if isinstance(self.store, SessionStore):
+            return await asyncio.to_thread(
+                self.store.estimate_tokens, self.session_id, usage_aware=True
+            )
+        return await self.store.estimate_tokens(self.session_id, usage_aware=True)
 
     async def _compact(self, settings: SessionCompaction) -> CompactionResult:
         if isinstance(self.store, SessionStore):

@@ -5,14 +5,18 @@ import through a redactor rewrites them for the nodes whose ids the redaction ch
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+from sqlalchemy import ColumnElement, and_, func, or_
 
 from memstore import jsjson
 from memstore.jsonl import Record
+from memstore.store.tables import records
 from memstore.usage import USAGE_RECORD, NodeUsage, usage_from_record, usage_record
 from memstore.writer_keys import KEY_RECORD, key_from_record, key_record
 
-__all__ = ["NODE_LINE_TYPES", "NodeLine", "node_line", "node_line_opening"]
+__all__ = ["NODE_LINE_TYPES", "NodeLine", "node_line", "node_line_opening", "node_lines_of"]
 
 NODE_LINE_TYPES = (USAGE_RECORD, KEY_RECORD)
 """The record types of the lines that give a node what is kept beside it."""
@@ -26,6 +30,27 @@ def node_line_opening(kind: str, node_id: str | None = None) -> str:
     written (None: for any node)."""
     opening = f'{{"type":"{kind}","node":'
     return opening if node_id is None else opening + jsjson.dumps(node_id)
+
+
+def node_lines_of(ids: Sequence[str]) -> ColumnElement[bool]:
+    """The `records` condition that finds the log's usage and key lines of the nodes `ids`:
+    what goes with those nodes when an erasure or a prune removes them, so that no export
+    carries a line naming a node it no longer holds (an import refuses such a line)."""
+    by_length: dict[int, list[str]] = {}  # one `IN` per length of opening, not a LIKE per
+    for kind in NODE_LINE_TYPES:  # line: SQLite refuses an expression 1,000 ORs deep
+        for node_id in ids:
+            opening = node_line_opening(kind, node_id)
+            by_length.setdefault(len(opening), []).append(opening)
+    return and_(
+        records.c.kind == "other",
+        records.c.node_id.is_(None),
+        or_(
+            *(
+                func.substr(records.c.raw, 1, length).in_(openings)
+                for length, openings in by_length.items()
+            )
+        ),
+    )
 
 
 @dataclass(frozen=True)

@@ -8,15 +8,15 @@ sessions whose metadata has it (erased whole) and the nodes whose turn has it as
   compaction re-appended) or in a session that shares node ids with it (a fork, or what it was
   forked from);
 - a *summary* made from an erased node: a node whose turn records `memstore.condensed` with a
-  `fromNodeId` whose path from the root holds an erased node (compaction's and the importers'
-  summaries; a summary of summaries too).
+  `fromNodeId` whose path from the root (in any session that holds it) holds an erased node
+  (compaction's and the importers' summaries; a summary of summaries too).
 
 A session erased whole is deleted (with its nodes, blocks, lines, usage, keys and index rows).
 Every other node found keeps its id, parent, role and time; its turn becomes a tombstone
 (`tombstone`), and its derived rows are rewritten from it: blocks, search text and vectors, the
 full-text index (SQLite's triggers), `records.raw` (the export derives the line from the
 tombstone), and its `node_usage` and `node_keys` rows are deleted, with the lines of the log
-that carried them (`_node_lines_of`), so an export holds neither. Each erasure writes one
+that carried them (`node_lines_of`), so an export holds neither. Each erasure writes one
 `erasures` row, its receipt. On SQLite the writing transaction runs with `secure_delete`.
 """
 
@@ -29,12 +29,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sqlalchemy import (
-    ColumnElement,
     and_,
     bindparam,
     delete,
     insert,
-    or_,
     select,
     text,
     update,
@@ -42,7 +40,7 @@ from sqlalchemy import (
 
 from memstore import jsjson
 from memstore.errors import InvalidArgumentError, UnknownNodeError, UnknownSessionError
-from memstore.store.node_lines import NODE_LINE_TYPES, node_line_opening
+from memstore.store.node_lines import node_lines_of
 from memstore.store.plans.appends import INSERT_BLOCKS
 from memstore.store.plans.contract import Plan
 from memstore.store.plans.nodes import lookup_id
@@ -185,9 +183,14 @@ class _Graph:
     turn: dict[Key, str] = field(default_factory=dict)
     created: dict[Key, int] = field(default_factory=dict)
     anchor: dict[Key, str] = field(default_factory=dict)  # summary -> the fromNodeId condensed
+    holder: dict[str, str] = field(default_factory=dict)  # node id -> a session holding it
 
     def path(self, session_id: str, leaf: str) -> Iterable[Key]:
-        """The keys from `leaf` up to its root."""
+        """The keys from `leaf` up to its root: in `session_id`, else in a session that holds
+        `leaf`. A node id is the content address of its whole ancestry, so every session that
+        holds it holds the same path (a fork's copy of the branch a prune deleted here)."""
+        if (session_id, leaf) not in self.parent:
+            session_id = self.holder.get(leaf, session_id)
         node: str | None = leaf
         seen: set[str] = set()
         while node is not None and node not in seen and (session_id, node) in self.parent:
@@ -239,12 +242,37 @@ def _load(session_ids: set[str]) -> Plan[_Graph]:
             graph.role[key] = role
             graph.created[key] = created_at
             graph.turn[key] = turn_json
-            if '"condensed"' in turn_json:
-                record = (jsjson.loads(turn_json).get("memstore") or {}).get("condensed")
-                anchor = record.get("fromNodeId") if isinstance(record, dict) else None
-                if isinstance(anchor, str):
-                    graph.anchor[key] = anchor
+            graph.holder.setdefault(node_id, session_id)
+            anchor = _anchor_of(turn_json)
+            if anchor is not None:
+                graph.anchor[key] = anchor
     return graph
+
+
+def _anchor_of(turn_json: str) -> str | None:
+    """A summary's `memstore.condensed.fromNodeId`: the head of the path it condensed."""
+    if '"condensed"' not in turn_json:
+        return None
+    record = (jsjson.loads(turn_json).get("memstore") or {}).get("condensed")
+    anchor = record.get("fromNodeId") if isinstance(record, dict) else None
+    return anchor if isinstance(anchor, str) else None
+
+
+def _summaries_elsewhere(graph: _Graph, loaded: set[str]) -> Plan[set[str]]:
+    """The sessions outside `loaded` with a compaction summary (a root that records
+    `memstore.condensed`) of a path a loaded session holds: once a prune deleted the condensed
+    branch from the summary's own session, a fork of it may be all that still holds it, and
+    the two sessions then share no node id."""
+    rows = yield select(nodes.c.session_id, nodes.c.turn_json).where(
+        NOT_IMPORTING_NODE,
+        nodes.c.parent_id.is_(None),
+        nodes.c.turn_json.contains('"condensed"', autoescape=True),
+    )
+    return {
+        session_id
+        for session_id, turn_json in rows
+        if session_id not in loaded and _anchor_of(turn_json) in graph.holder
+    }
 
 
 def _closure(graph: _Graph, seeds: set[Key]) -> tuple[set[Key], set[Key]]:
@@ -319,21 +347,11 @@ def _tombstone_rows(
                 .values(raw=None)
             )
             yield delete(records).where(
-                of_tenant(records), records.c.session_id == session_id, _node_lines_of(ids)
+                of_tenant(records), records.c.session_id == session_id, node_lines_of(ids)
             )
         yield statement, node_rows
         if block_rows:
             yield INSERT_BLOCKS, block_rows
-
-
-def _node_lines_of(ids: Sequence[str]) -> ColumnElement[bool]:
-    """The log's usage and key lines (`memstore.store.node_lines`) of the nodes `ids`."""
-    openings = [node_line_opening(kind, node_id) for kind in NODE_LINE_TYPES for node_id in ids]
-    return and_(
-        records.c.kind == "other",
-        records.c.node_id.is_(None),
-        or_(*(records.c.raw.startswith(opening, autoescape=True) for opening in openings)),
-    )
 
 
 def _delete_sessions(ids: Sequence[str]) -> Plan[None]:
@@ -357,7 +375,11 @@ def erase(
         yield text("PRAGMA secure_delete = ON")
     whole, seeds = yield from _seeds(backend, target)
     affected = whole | {session_id for session_id, _ in seeds}
-    graph = yield from _load((yield from _related(affected)) if affected else set())
+    loaded = (yield from _related(affected)) if affected else set()
+    graph = yield from _load(loaded)
+    elsewhere = (yield from _summaries_elsewhere(graph, loaded)) if affected else set()
+    if elsewhere:
+        graph = yield from _load(loaded | (yield from _related(elsewhere)))
     whole_nodes = {key for key in graph.turn if key[0] in whole}
     reached, summaries = _closure(graph, seeds | whole_nodes)
     kept = sorted(key for key in reached if key[0] not in whole)

@@ -28,6 +28,7 @@ from sqlalchemy import (
 )
 
 from memstore.errors import InvalidArgumentError, UnknownSessionError
+from memstore.store.node_lines import node_lines_of
 from memstore.store.plans.contract import Plan, Unset
 from memstore.store.policy import Backend
 from memstore.store.tables import (
@@ -305,6 +306,11 @@ def _unreached_branches(
             yield update(nodes).where(of_branch).values(parent_id=None)
         for of_branch in of_branches:
             yield delete(nodes).where(of_branch)
+        for session_id, (node_ids, _) in found.items():  # their usage and key lines too
+            for chunk in _chunks(node_ids):
+                yield delete(records).where(
+                    of_tenant(records), records.c.session_id == session_id, node_lines_of(chunk)
+                )
     return tuple(
         PrunedBranches(session_id, tuple(node_ids), size)
         for session_id, (node_ids, size) in found.items()
