@@ -120,10 +120,3 @@ def test_memstore_sql_takes_the_tenant(url: str) -> None:
     assert json.loads(result.stdout) == [{"tenant": GLOBEX, "n": 18}]
     result = runner.invoke(app, ["--db", url, *sql])
     assert [row["tenant"] for row in json.loads(result.stdout)] == [ACME, GLOBEX]
-
-
-def test_postgresql_refuses_a_tenants_sql_until_row_level_security(postgres_url: str) -> None:
-    with SessionStore(postgres_url, tenant=ACME) as acme:
-        fill(acme)
-        with pytest.raises(QueryError, match="row-level security"):
-            acme.read_only_query("SELECT count(*) FROM nodes")

@@ -18,8 +18,9 @@ def tenants(
     """List every tenant that holds sessions, with how many and when one was last updated.
 
     An operator's command: it lists every tenant, whatever `--tenant` says ('' is the default
-    tenant). On PostgreSQL under row-level security it needs the tables' owner (the operator's
-    login): an ordinary login sees only its own tenant (docs/tenants.md).
+    tenant). On PostgreSQL it needs a login the row-level security policies do not bind (a
+    superuser or a `BYPASSRLS` role, the operator's): an ordinary login sees only its own
+    tenant (docs/tenants.md).
     """
     from memstore.terminal import data_table, format_time
 

@@ -39,6 +39,7 @@ from memstore.store.operation import Asynchronous, Await, Program, Request, Run
 from memstore.store.plans import Boundary, Plan, Step, as_call
 from memstore.store.policy import backend_of
 from memstore.store.prepared import Prepared, PreparedRows, as_sqlalchemy_errors
+from memstore.store.row_security import TENANT, copy_allowed, tenant_of_connections
 from memstore.store.sync import drive as sync_drive
 from memstore.store.sync import run as sync_run
 from memstore.store.tenancy import scoped
@@ -104,7 +105,8 @@ async def execute(connection: AsyncConnection, step: Step, driver: Any = None) -
         aiosqlite: Any = (await connection.get_raw_connection()).driver_connection
         return await aiosqlite.set_progress_handler(step.handler, PROGRESS_STEPS)
     if isinstance(step, BulkRows):
-        if driver is not None and backend_of(connection.dialect.name).bulk_copy:
+        copying = driver is not None and backend_of(connection.dialect.name).bulk_copy
+        if copying and await connection.run_sync(copy_allowed):
             with as_sqlalchemy_errors(f"COPY {step.insert}"):
                 return await copy_rows_async(driver, connection.dialect, step)
         step = (step.insert, step.rows)
@@ -256,8 +258,10 @@ class AsyncSessionStore(Opening[AsyncEngine], StoreBase, Asynchronous):
         if not self._opened:
             await self.open()
         async with self.engine.connect() as connection:
+            options: dict[str, Any] = {TENANT: self.tenant}
             if write:
-                await connection.execution_options(**{WRITE: True})
+                options[WRITE] = True
+            await connection.execution_options(**options)
             async with connection.begin():
                 yield connection
 
@@ -270,6 +274,7 @@ class AsyncSessionStore(Opening[AsyncEngine], StoreBase, Asynchronous):
                 schema=self.schema,
                 read_only=self.read_only,
             )
+            tenant_of_connections(self._sync_engine, self.tenant)
         return self._sync_engine
 
     async def _perform(self, request: Request) -> Any:
@@ -298,7 +303,9 @@ class AsyncSessionStore(Opening[AsyncEngine], StoreBase, Asynchronous):
                 await self.open()
             if request.files:
                 engine = self._sync()
-                return await asyncio.to_thread(sync_run, engine, plan, write=write, action=action)
+                return await asyncio.to_thread(
+                    sync_run, engine, plan, write=write, action=action, tenant=self.tenant
+                )
             if self._on_loop is None:
                 self._on_loop = LoopConnection(self._sync())
             return await self._on_loop.run(plan, write=write, action=action)

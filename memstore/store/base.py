@@ -424,10 +424,9 @@ class StoreBase(Listing, Retention, Erasure, KeyedAppends, NodeIds, SessionMetad
         max_memory_mb: float = DEFAULT_MEMORY_MB,
     ) -> Program[QueryResult]:
         """Run one SQL statement that only reads (the views are there for this), stopped after
-        `timeout` seconds (default 5) or, on SQLite, once its temporary files pass
-        `max_temp_mb` MB (default 500) or its memory `max_memory_mb` MB (default 500). On
-        PostgreSQL it runs over the login `read_url` names (default `$MEMSTORE_READ_URL`, else
-        the store's own). A named tenant's store reads its rows only (docs/tenants.md).
+        `timeout` seconds (default 5) or, on SQLite, once its temporary files pass `max_temp_mb`
+        MB (default 500) or its memory `max_memory_mb` MB (default 500). On PostgreSQL it runs
+        over the login `read_url` names (default `$MEMSTORE_READ_URL`, else the store's own).
 
         Raises:
             QueryError: the statement writes, is not one statement, fails or runs out of time,
@@ -444,7 +443,7 @@ class StoreBase(Listing, Retention, Erasure, KeyedAppends, NodeIds, SessionMetad
                 read_url=read_url,
                 max_temp_mb=max_temp_mb,
                 max_memory_mb=max_memory_mb,
-                tenant=self.tenant or None,  # the default tenant's: every row, as before
+                tenant=self.tenant,
             )
 
         return (yield from OnEngine(query, "running a query"))

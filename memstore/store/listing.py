@@ -124,8 +124,8 @@ class Listing(StoreCore):
     @operation
     def tenants(self) -> Program[list[TenantTotals]]:
         """Every tenant of the database that holds sessions, with how many, whatever this
-        store's own tenant: for an operator (`memstore tenants`). On PostgreSQL under
-        row-level security only the tables' owner sees every tenant (docs/tenants.md)."""
+        store's own tenant: for an operator (`memstore tenants`). On PostgreSQL only a login
+        the row-level security policies do not bind sees every tenant (docs/tenants.md)."""
         return (yield from self._read(plans.tenant_totals(), "listing tenants"))
 
     @operation

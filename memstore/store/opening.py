@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 from memstore.redact import Redactor
 from memstore.store.core import StoreCore
 from memstore.store.engine import DEFAULT_URL, SCHEMA
+from memstore.store.row_security import bind_tenant
 from memstore.store.tables import DEFAULT_TENANT
 from memstore.types import Migrator
 
@@ -56,6 +57,7 @@ class Opening(StoreCore, Generic[EngineT]):
                 redact=redact,
                 tenant=tenant,
             )
+            bind_tenant(self.engine, self.tenant, handed_in=self.engine is url)
             self._opening(auto_migrate=auto_migrate)
         except BaseException:
             self._abandon()  # no connection left open behind a store that never opened

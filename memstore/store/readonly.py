@@ -14,6 +14,8 @@ become) a superuser or holds rights a read-only transaction does not stop: serve
 (`pg_read_server_files`, `pg_write_server_files`, `pg_execute_server_program`), reading or
 writing everything (`pg_read_all_data`, `pg_write_all_data`), signalling backends
 (`pg_signal_backend`), replication, CREATEROLE or BYPASSRLS.
+The transaction names the store's tenant (`row_security`): the row-level security policies let
+the query see that tenant's rows only.
 
 No query runs for ever: each has a time limit (`timeout` seconds, default
 DEFAULT_QUERY_SECONDS). SQLite: a progress handler stops the statement once the time is up, and
@@ -53,7 +55,9 @@ from sqlalchemy import URL, Engine
 from memstore.errors import InvalidArgumentError, QueryError, TimeLimitError
 from memstore.store.engine import sqlite_read_uri
 from memstore.store.policy import backend_of
+from memstore.store.row_security import SETTING, setting_value
 from memstore.store.rows import derived_text
+from memstore.store.tables import DEFAULT_TENANT
 from memstore.store.tenant_sql import TenantReading, confine_to_tenant
 
 __all__ = [
@@ -293,7 +297,7 @@ def _sqlite(
         connection.close()
 
 
-def _postgres(engine: Engine, sql: str, limit: int, timeout: float) -> QueryResult:
+def _postgres(engine: Engine, sql: str, limit: int, timeout: float, tenant: str) -> QueryResult:
     import psycopg
 
     with engine.connect() as connection:
@@ -303,6 +307,7 @@ def _postgres(engine: Engine, sql: str, limit: int, timeout: float) -> QueryResu
                 cursor.execute("SET TRANSACTION READ ONLY")
                 milliseconds = max(1, round(timeout * 1000))
                 cursor.execute(f"SET LOCAL statement_timeout = {milliseconds}")
+                cursor.execute(_SET_TENANT, (setting_value(tenant),))  # the policies' (0031)
                 # This first query takes the snapshot: READ WRITE is refused from now on.
                 cursor.execute(_ROLES_OF_THE_LOGIN)
                 _refuse_privileged(cursor.fetchall())
@@ -332,6 +337,7 @@ def _postgres(engine: Engine, sql: str, limit: int, timeout: float) -> QueryResu
             connection.invalidate()  # never hand this connection back to the pool
 
 
+_SET_TENANT = f"SELECT set_config('{SETTING}', %s, true)"
 _ROLES_OF_THE_LOGIN = """
     SELECT session_user, rolname, rolsuper, rolreplication, rolcreaterole, rolbypassrls
     FROM pg_roles WHERE pg_has_role(session_user, oid, 'MEMBER')
@@ -401,24 +407,23 @@ def run_read_only(
     read_url: str | None = None,
     max_temp_mb: float = DEFAULT_TEMP_MB,
     max_memory_mb: float = DEFAULT_MEMORY_MB,
-    tenant: str | None = None,
+    tenant: str = DEFAULT_TENANT,
 ) -> QueryResult:
     """Run one statement that only reads, for at most `timeout` seconds and (SQLite) at most
     `max_temp_mb` MB of temporary files and `max_memory_mb` MB of memory; anything else is
     refused with QueryError (Ctrl-C stops it and raises KeyboardInterrupt). On PostgreSQL it
-    runs over `read_url` (default `$MEMSTORE_READ_URL`, else `engine`'s own login). `tenant`:
-    the statement sees only that tenant's rows (SQLite: `memstore.store.tenant_sql`)."""
+    runs over `read_url` (default `$MEMSTORE_READ_URL`, else `engine`'s own login), where the
+    row-level security policies let it see `tenant`'s rows only; on SQLite a named tenant's
+    statement sees its rows only (`memstore.store.tenant_sql`), the default tenant's every row."""
     _require_positive(timeout, "a query time limit is seconds > 0")
     _require_positive(max_temp_mb, "a temporary space limit is MB > 0")
     _require_positive(max_memory_mb, "a memory limit is MB > 0")
     if not sql.isascii() and _LONE_SURROGATE.search(sql):
         raise QueryError("the statement holds a lone surrogate, which no database can take")
     if not backend_of(engine.dialect.name).one_file:
-        if tenant is not None:
-            raise QueryError(_NO_TENANT_SQL_YET)
         read_url = read_url or os.environ.get(READ_URL_VARIABLE) or None
         if read_url is None:
-            return _postgres(engine, sql, limit, timeout)
+            return _postgres(engine, sql, limit, timeout, tenant)
         from sqlalchemy.pool import NullPool
 
         from memstore.store.engine import SCHEMA, create_store_engine
@@ -426,19 +431,13 @@ def run_read_only(
         schema = engine.get_execution_options().get(SCHEMA)  # the reader sees memstore's schema
         reader = create_store_engine(read_url, schema=schema, poolclass=NullPool)
         try:
-            return _postgres(reader, sql, limit, timeout)
+            return _postgres(reader, sql, limit, timeout, tenant)
         finally:
             reader.dispose()
     database = engine.url.database
     if not database or not Path(database).exists():
         raise QueryError(f"no SQLite database at {database!r}")
-    return _sqlite(engine.url, sql, limit, timeout, (max_temp_mb, max_memory_mb), tenant)
-
-
-_NO_TENANT_SQL_YET = (
-    "memstore sql --tenant on PostgreSQL needs row-level security, which is not there yet "
-    "(docs/tenants.md); nothing was run"
-)
+    return _sqlite(engine.url, sql, limit, timeout, (max_temp_mb, max_memory_mb), tenant or None)
 
 
 def _require_positive(value: object, what: str) -> None:

@@ -26,6 +26,7 @@ from memstore.store.operation import Await, Program, Request, Run, Synchronous
 from memstore.store.plans import COMMIT, Boundary, Plan, Step, as_call
 from memstore.store.policy import backend_of
 from memstore.store.prepared import Prepared, as_sqlalchemy_errors, stream_rows
+from memstore.store.row_security import TENANT, copy_allowed
 from memstore.store.tenancy import scoped
 from memstore.store.time_limits import PROGRESS_STEPS, SqliteTimeLimit
 
@@ -41,7 +42,7 @@ def execute(connection: Connection, step: Step) -> Any:
         driver: Any = connection.connection.driver_connection  # sqlite3.Connection
         return driver.set_progress_handler(step.handler, PROGRESS_STEPS)
     if isinstance(step, BulkRows):
-        if backend_of(connection.dialect.name).bulk_copy:
+        if backend_of(connection.dialect.name).bulk_copy and copy_allowed(connection):
             driver = connection.connection.driver_connection  # psycopg's (maybe asyncio)
             with as_sqlalchemy_errors(f"COPY {step.insert}"):
                 return copy_rows(driver, connection.dialect, step)
@@ -95,22 +96,31 @@ def drive(plan: Plan[T], connection: Connection) -> T:
         return done.value  # type: ignore[no-any-return]
 
 
+def _options(write: bool, tenant: str | None) -> dict[str, Any]:
+    """The execution options of a store's connection: whether it writes (SQLite's write lock),
+    and whose rows PostgreSQL lets its transactions see (`row_security`)."""
+    options: dict[str, Any] = {TENANT: tenant}
+    if write:
+        options[WRITE] = True
+    return options
+
+
 @contextmanager
-def transaction(engine: Engine, *, write: bool) -> Iterator[Connection]:
-    """A connection inside one transaction; writing ones take SQLite's write lock at once."""
+def transaction(engine: Engine, *, write: bool, tenant: str | None = None) -> Iterator[Connection]:
+    """A connection inside one transaction, which sees `tenant`'s rows on PostgreSQL; writing
+    ones take SQLite's write lock at once."""
     with engine.connect() as connection:
-        if write:
-            connection.execution_options(**{WRITE: True})
+        connection.execution_options(**_options(write, tenant))
         with connection.begin():
             yield connection
 
 
-def run(engine: Engine, plan: Plan[T], *, write: bool, action: str) -> T:
-    """Run a plan in a transaction (or several: see `drive`), with database errors translated
-    (naming `action`); what is left uncommitted when it fails is rolled back."""
+def run(engine: Engine, plan: Plan[T], *, write: bool, action: str, tenant: str | None = None) -> T:
+    """Run a plan in a transaction (or several: see `drive`) that sees `tenant`'s rows on
+    PostgreSQL, with database errors translated (naming `action`); what is left uncommitted when
+    it fails is rolled back."""
     with translate_database_errors(action), engine.connect() as connection:
-        if write:
-            connection.execution_options(**{WRITE: True})
+        connection.execution_options(**_options(write, tenant))
         connection.begin()
         result = drive(plan, connection)
         connection.commit()
@@ -187,14 +197,16 @@ class SessionStore(Opening[Engine], StoreBase, Synchronous):
         """A connection inside one transaction; writing ones take SQLite's write lock at once."""
         if write:
             self._writable("a writing transaction")
-        with transaction(self.engine, write=write) as connection:
+        with transaction(self.engine, write=write, tenant=self.tenant) as connection:
             yield connection
 
     def _perform(self, request: Request) -> Any:
         """Carry out one request of an operation's program (see `operation`)."""
         if isinstance(request, Run):
             plan = scoped(request.plan, self.tenant)
-            return run(self.engine, plan, write=request.write, action=request.action)
+            return run(
+                self.engine, plan, write=request.write, action=request.action, tenant=self.tenant
+            )
         if isinstance(request, Await):
             return asyncio.run(request.coroutine)
         with translate_database_errors(request.action):

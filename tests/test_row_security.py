@@ -1,0 +1,343 @@
+"""PostgreSQL enforces the tenant (migration 0031): as a login that is neither a superuser nor
+has BYPASSRLS, and owns memstore's tables, raw SQL through a tenant's store sees, counts and
+infers nothing of another tenant's rows; `memstore sql` over the reading login neither; and a
+plan that lost its tenant filter still gets nothing of another tenant's."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+import sqlalchemy
+from sqlalchemy import event, make_url
+
+from memstore import AsyncSessionStore, SessionStore
+from memstore.store import create_store_engine
+from memstore.store.aio import create_async_store_engine
+
+from .conftest import LEGACY, postgres_server_url
+
+ACME, GLOBEX = "acme", "globex"
+
+
+def turn(role: str, text: str) -> dict[str, Any]:
+    return {"role": role, "blocks": [{"kind": "text", "text": text}]}
+
+
+@dataclass
+class Logins:
+    """A fresh schema owned by `app` (a plain login: no superuser, no BYPASSRLS), which
+    `reader` may read; `admin` is the test server's superuser."""
+
+    admin: sqlalchemy.Engine
+    schema: str
+    app: str
+    reader: str
+    superuser: str
+
+
+@pytest.fixture
+def logins() -> Iterator[Logins]:
+    server = make_url(postgres_server_url()).set(drivername="postgresql+psycopg")
+    name = f"memstore_rls_{uuid.uuid4().hex[:12]}"
+    app, reader = f"{name}_app", f"{name}_reader"
+    admin = sqlalchemy.create_engine(server, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        for statement in (
+            f'CREATE ROLE "{app}" LOGIN NOSUPERUSER NOBYPASSRLS',
+            f'CREATE ROLE "{reader}" LOGIN NOSUPERUSER NOBYPASSRLS',
+            f'GRANT CREATE ON DATABASE "{server.database}" TO "{app}"',  # CREATE SCHEMA IF ...
+            f'CREATE SCHEMA "{name}" AUTHORIZATION "{app}"',
+            f'GRANT USAGE ON SCHEMA "{name}" TO "{reader}"',
+        ):
+            connection.exec_driver_sql(statement)
+    url = server.update_query_dict({"options": f"-csearch_path={name}"})
+    shown = {"hide_password": False}
+    try:
+        yield Logins(
+            admin=admin,
+            schema=name,
+            app=url.set(username=app, password=None).render_as_string(**shown),
+            reader=url.set(username=reader, password=None).render_as_string(**shown),
+            superuser=url.render_as_string(**shown),
+        )
+    finally:
+        with admin.connect() as connection:
+            connection.exec_driver_sql(f'DROP SCHEMA "{name}" CASCADE')
+            for role in (app, reader):
+                connection.exec_driver_sql(f'DROP OWNED BY "{role}"')
+                connection.exec_driver_sql(f'DROP ROLE "{role}"')
+        admin.dispose()
+
+
+def fill(url: str) -> None:
+    """Both tenants hold session `s1` with the same first turn (the same node id); globex's
+    alone has a turn saying 'zebra', a session `gx` and a usage line."""
+    for tenant in (ACME, GLOBEX):
+        with SessionStore(url, tenant=tenant) as store:
+            store.append("s1", turn("user", "hello shared words"), created_at=1_000)
+    with SessionStore(url, tenant=GLOBEX) as globex:
+        globex.append("s1", turn("assistant", "only globex knows zebra"))
+        globex.append_keyed("gx", [turn("user", "q")], ["k1"], usage={"inputTokens": 3})
+        globex.update_session("gx", tags=["secret"])
+
+
+def grant_reading(logins: Logins) -> None:
+    """The reading login's grants (docs/sql.md), once the tables exist."""
+    reader = make_url(logins.reader).username
+    with logins.admin.connect() as connection:
+        connection.exec_driver_sql(
+            f'GRANT SELECT ON ALL TABLES IN SCHEMA "{logins.schema}" TO "{reader}"'
+        )
+
+
+# Each probe is (SQL, what it gives when it sees only acme's rows).
+PROBES = [
+    ("SELECT DISTINCT tenant FROM nodes", [(ACME,)]),
+    ("SELECT count(*) FROM nodes", [(1,)]),
+    ("SELECT count(*) FROM records WHERE session_id = 'gx'", [(0,)]),
+    ("SELECT EXISTS (SELECT 1 FROM sessions WHERE id = 'gx')", [(False,)]),
+    ("SELECT EXISTS (SELECT 1 FROM sessions WHERE tenant = 'globex')", [(False,)]),
+    ("SELECT count(*) FROM session_tags", [(0,)]),
+    ("SELECT count(*) FROM node_keys", [(0,)]),
+    ("SELECT count(*) FROM node_usage", [(0,)]),
+    ("SELECT count(*) FROM node_blocks WHERE tenant <> 'acme'", [(0,)]),
+    ("SELECT DISTINCT tenant, session_id FROM turns", [(ACME, "s1")]),
+    ("SELECT tenant, session_id FROM session_stats", [(ACME, "s1")]),
+    ("SELECT count(*) FROM blocks WHERE session_id = 'gx'", [(0,)]),
+    ("SELECT count(*) FROM usage", [(0,)]),
+    ("SELECT count(*) FROM node_search WHERE session_id = 'gx'", [(0,)]),
+    ("SELECT count(*) FROM nodes WHERE search_vector @@ to_tsquery('simple', 'zebra')", [(0,)]),
+    (
+        "SELECT count(*) FROM ts_stat('SELECT search_vector FROM nodes') WHERE word = 'zebra'",
+        [(0,)],
+    ),
+]
+
+
+def probe(connection: sqlalchemy.Connection) -> list[list[tuple[Any, ...]]]:
+    return [[tuple(row) for row in connection.exec_driver_sql(sql)] for sql, _ in PROBES]
+
+
+SEES_ACME_ONLY = [expected for _, expected in PROBES]
+
+
+def test_raw_sql_through_a_tenant_stores_connections_sees_only_its_tenant(logins: Logins) -> None:
+    fill(logins.app)
+    with SessionStore(logins.app, tenant=ACME) as acme:
+        with acme.engine.connect() as connection:  # the store's own engine, outside any plan
+            assert probe(connection) == SEES_ACME_ONLY
+        with acme.transaction(write=False) as connection:
+            assert probe(connection) == SEES_ACME_ONLY
+    operator = SessionStore(logins.superuser, tenant=ACME)  # a superuser: no policy binds it
+    with operator, operator.transaction(write=False) as connection:
+        tenants = connection.exec_driver_sql("SELECT DISTINCT tenant FROM nodes ORDER BY 1")
+        assert tenants.all() == [(ACME,), (GLOBEX,)]
+
+
+def test_an_async_stores_transaction_sees_only_its_tenant(logins: Logins) -> None:
+    fill(logins.app)
+
+    async def probes() -> list[list[tuple[Any, ...]]]:
+        acme = AsyncSessionStore(logins.app, tenant=ACME)
+        async with acme, acme.transaction(write=False) as connection:
+            return await connection.run_sync(probe)
+
+    assert asyncio.run(probes()) == SEES_ACME_ONLY
+
+
+def test_without_the_setting_a_login_sees_nothing(logins: Logins) -> None:
+    fill(logins.app)
+    engine = sqlalchemy.create_engine(make_url(logins.app).set(drivername="postgresql+psycopg"))
+    try:
+        with engine.connect() as connection:
+            assert connection.exec_driver_sql("SELECT count(*) FROM nodes").scalar() == 0
+            connection.exec_driver_sql("SELECT set_config('memstore.tenant', 'globex', true)")
+            assert connection.exec_driver_sql("SELECT count(*) FROM nodes").scalar() == 3
+            connection.commit()
+            # Set once in the session, the setting is '' after its transaction: still no tenant,
+            # not the default tenant (whose name is '').
+            assert (
+                connection.exec_driver_sql("SELECT current_setting('memstore.tenant')").scalar()
+                == ""
+            )
+            assert connection.exec_driver_sql("SELECT count(*) FROM nodes").scalar() == 0
+    finally:
+        engine.dispose()
+
+
+def test_insert_on_conflict_infers_nothing_of_another_tenant(logins: Logins) -> None:
+    fill(logins.app)
+    with SessionStore(logins.app, tenant=ACME) as acme:
+        for session in ("gx", "never-there"):  # globex's, and nobody's: the same refusal
+            insert = (
+                "INSERT INTO sessions (tenant, id, created_at, updated_at) "
+                f"VALUES ('globex', '{session}', 1, 1) ON CONFLICT DO NOTHING"
+            )
+            refused = pytest.raises(sqlalchemy.exc.ProgrammingError, match="row-level security")
+            with refused, acme.transaction(write=True) as connection:
+                connection.exec_driver_sql(insert)
+        with acme.transaction(write=True) as connection:  # acme's own `gx` does not collide
+            mine = (
+                "INSERT INTO sessions (tenant, id, created_at, updated_at) "
+                "VALUES ('acme', 'gx', 1, 1) ON CONFLICT DO NOTHING RETURNING id"
+            )
+            assert connection.exec_driver_sql(mine).all() == [("gx",)]
+            connection.rollback()
+        with acme.transaction(write=True) as connection:
+            taken = connection.exec_driver_sql(
+                "UPDATE sessions SET title = 'mine' WHERE id IN ('s1', 'gx') RETURNING tenant"
+            )
+            assert taken.all() == [(ACME,)]
+            connection.rollback()
+
+
+def test_memstore_sql_over_the_reading_login_sees_only_the_stores_tenant(logins: Logins) -> None:
+    fill(logins.app)
+    grant_reading(logins)
+    queries = [sql for sql, _ in PROBES if "ts_stat" not in sql]  # ts_stat: see above
+    with SessionStore(logins.app, tenant=ACME) as acme:
+        for sql in queries:
+            rows = acme.read_only_query(sql, read_url=logins.reader).rows
+            assert [tuple(row) for row in rows] == dict(PROBES)[sql], sql
+        assert acme.read_only_query("SELECT id FROM sessions", read_url=logins.reader).rows == [
+            ("s1",)
+        ]
+    with SessionStore(logins.app) as default:  # the default tenant holds nothing here
+        counted = default.read_only_query("SELECT count(*) FROM nodes", read_url=logins.reader)
+        assert counted.rows == [(0,)]
+
+
+class _Unfiltered(psycopg.Cursor[Any]):
+    """A cursor that drops every `tenant = <the store's tenant>` from the SQL it runs: a store
+    whose every plan forgot its tenant filter (its inserts still name the tenant)."""
+
+    FILTER = re.compile(r"(\b\w+\.)?tenant = %\(the_tenant\)s(::VARCHAR)?")
+
+    def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
+        if isinstance(query, str):
+            query = self.FILTER.sub("TRUE", query)
+        return super().execute(query, params, **kwargs)
+
+
+def _forgetful(store: SessionStore) -> SessionStore:
+    """`store`, its plans without their tenant filters from its next connection on."""
+    store.engine.dispose()
+
+    @event.listens_for(store.engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.cursor_factory = _Unfiltered
+
+    return store
+
+
+def test_plans_that_forgot_the_tenant_filter_still_get_nothing_of_another_tenant(
+    logins: Logins,
+) -> None:
+    fill(logins.app)
+    # As a superuser no policy binds, so the forgetful plans show globex's rows: the double
+    # does remove the filters.
+    with _forgetful(SessionStore(logins.superuser, tenant=ACME)) as leaky:
+        assert "gx" in leaky.list_sessions()
+        assert [hit.session_id for hit in leaky.search("zebra")] == ["s1"]
+    with _forgetful(SessionStore(logins.app, tenant=ACME)) as acme:
+        assert acme.list_sessions() == ["s1"]
+        assert acme.search("zebra") == []
+        assert [t.blocks[0].text for t in acme.load_path("s1")] == ["hello shared words"]  # type: ignore[union-attr]
+        assert acme.stats().sessions == 1
+
+
+def test_one_engine_shared_by_two_tenants_stores_keeps_each_to_its_own(logins: Logins) -> None:
+    fill(logins.app)
+    engine = create_store_engine(logins.app, pool_size=1, max_overflow=0)  # one connection
+    try:
+        acme, globex = SessionStore(engine, tenant=ACME), SessionStore(engine, tenant=GLOBEX)
+        for _ in range(2):  # the one connection goes back and forth
+            assert acme.list_sessions() == ["s1"]
+            assert globex.list_sessions() == ["gx", "s1"]
+            with acme.transaction(write=False) as connection:
+                assert probe(connection) == SEES_ACME_ONLY
+        with engine.connect() as connection:  # the application's own query: no tenant
+            assert connection.exec_driver_sql("SELECT count(*) FROM nodes").scalar() == 0
+        acme.append("s1", turn("user", "acme again"))
+        assert len(acme.load_path("s1")) == 2
+        assert len(globex.load_path("s1")) == 2
+    finally:
+        engine.dispose()
+
+
+IMPORTED = ("branching.jsonl", "images.jsonl", "thinking.jsonl", "key-order.jsonl")
+
+
+def _counts(logins: Logins) -> list[tuple[Any, ...]]:
+    """Every table's rows by tenant, as the superuser sees them (no policy binds it)."""
+    tables = ("sessions", "nodes", "node_blocks", "records", "node_usage", "node_keys")
+    counts = " UNION ALL ".join(
+        f"SELECT '{table}', tenant, count(*) FROM {table} GROUP BY tenant" for table in tables
+    )
+    with logins.admin.connect() as connection:
+        connection.exec_driver_sql(f'SET search_path TO "{logins.schema}"')
+        return sorted(tuple(row) for row in connection.exec_driver_sql(counts))
+
+
+def test_imports_exports_and_the_migration_keep_every_row_and_byte(
+    logins: Logins, tmp_path: Path
+) -> None:
+    """As the plain login that owns the tables: imports go in (PostgreSQL refuses COPY where
+    policies bind, so their rows go in by INSERT), and down to 0030 and up again keeps every
+    row, and each tenant's exports byte for byte."""
+    stores = [SessionStore(logins.app, tenant=tenant) for tenant in (ACME, GLOBEX)]
+    try:
+        for store in stores:
+            for name in IMPORTED:
+                store.import_jsonl(LEGACY / name)
+        before = _counts(logins)
+        assert {tenant for _, tenant, _ in before} == {ACME, GLOBEX}
+        stores[0].downgrade_schema("0030")
+        assert _counts(logins) == before
+        with stores[0].transaction(write=False) as connection:  # no policies: every row
+            assert (
+                connection.exec_driver_sql("SELECT count(DISTINCT tenant) FROM nodes").scalar() == 2
+            )
+        stores[0].upgrade_schema()
+        assert _counts(logins) == before
+        for store in stores:
+            assert len(store.list_sessions()) == len(IMPORTED)
+            for name in IMPORTED:
+                out = tmp_path / f"{store.tenant}-{name}"
+                store.export_jsonl(Path(name).stem, out)
+                assert out.read_bytes() == (LEGACY / name).read_bytes(), (store.tenant, name)
+    finally:
+        for store in stores:
+            store.close()
+
+
+def test_an_async_engine_shared_by_two_tenants_stores_keeps_each_to_its_own(
+    logins: Logins,
+) -> None:
+    fill(logins.app)
+
+    async def listings() -> list[list[str]]:
+        engine = create_async_store_engine(logins.app, pool_size=1, max_overflow=0)
+        acme = AsyncSessionStore(engine, tenant=ACME)
+        globex = AsyncSessionStore(engine, tenant=GLOBEX)
+        try:
+            seen = []
+            for _ in range(2):  # the one connection goes back and forth
+                seen += [await acme.list_sessions(), await globex.list_sessions()]
+            async with engine.connect() as connection:  # the application's own: no tenant
+                counted = await connection.exec_driver_sql("SELECT count(*) FROM nodes")
+                seen.append([str(counted.scalar())])
+            return seen
+        finally:
+            await engine.dispose()
+
+    s1, gx = ["s1"], ["gx", "s1"]
+    assert asyncio.run(listings()) == [s1, gx, s1, gx, ["0"]]
