@@ -540,3 +540,24 @@ def test_erasing_hundreds_of_nodes_of_one_session(store: SessionStore, tmp_path:
     assert SECRET not in exported
     assert '"type":"usage"' not in exported
     assert store.usage_stats("session") == []
+
+
+def test_receipts_are_rows_that_sql_reads(store: SessionStore) -> None:
+    """The receipts through `read_only_query` (what `memstore sql` runs), on both backends:
+    what, when and why, and never the content."""
+    store.append("s", said(f"the {SECRET}", "u-alice"))
+    store.append("t", said("bye"))
+    store.erase(subject=("user_id", "u-alice"), reason="GDPR request 17", dry_run=False)
+    store.erase(session_id="t", reason="closed account", dry_run=False)
+    result = store.read_only_query(
+        "SELECT id, scope, target, reason, sessions_deleted, nodes_erased, targets_json,"
+        " erased_at FROM erasures ORDER BY id"
+    )
+    rows = [tuple(row) for row in result.rows]
+    assert [row[:6] for row in rows] == [
+        (1, "subject", "user_id=u-alice", "GDPR request 17", 0, 1),
+        (2, "session", "t", "closed account", 1, 0),
+    ]
+    assert json.loads(rows[1][6]) == {"sessions": ["t"], "nodes": {}}
+    assert all(isinstance(row[7], int) and row[7] > 1_700_000_000_000 for row in rows)
+    assert SECRET not in repr(rows)

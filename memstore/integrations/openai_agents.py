@@ -171,10 +171,12 @@ class MemstoreSession:
         """The SDK's private hook (`OpenAIResponsesCompactionSession` calls it for its native
         path): the newest `limit` items at least, whether they are the whole history, and a
         compare-and-set replacement of a suffix of them, a new branch from the item before it.
+        With `prune_prefix` (the SDK's EncryptedSession: is an item expired), the replacement
+        also leaves off the history's oldest items while they are expired, up to the suffix.
         Implemented for `SNAPSHOT_TESTED_VERSIONS` only: another version raises MemstoreError.
-        None (the SDK's slower path) for a prefix to prune, or a turn that is not one item."""
+        None (the SDK's slower path) for a turn that is not one item."""
         snapshot_type = _snapshot_type()
-        if prune_prefix is not None or limit <= 0:
+        if limit <= 0:
             return None
         nodes, complete = await _history.arun(self.store, _snapshot_nodes(self.session_id, limit))
         items = [RESPONSES.to_items(node.turn) for node in nodes]
@@ -187,7 +189,10 @@ class MemstoreSession:
                 return False
             base = nodes[start - 1].id if start else nodes[0].parent
             turns = RESPONSES.to_turns([_plain(item) for item in output])
-            replaced = _replaced(self.session_id, turns, head, base, now_ms())
+            if prune_prefix is None:
+                replaced = _replaced(self.session_id, turns, head, base, now_ms())
+            else:
+                replaced = _pruned(self.session_id, turns, head, base, prune_prefix, now_ms())
             try:
                 await _history.arun(self.store, replaced)
             except HeadMovedError:
@@ -263,6 +268,35 @@ def _replaced(
         found: list[SessionNode] = yield "load_path_nodes", (session_id, base), {"last": 1}
         target = found[-1]
     yield "append_node", (session_id, target), {"expected_head": head}
+
+
+def _pruned(
+    session_id: str,
+    turns: list[Turn],
+    head: str | None,
+    base: str | None,
+    expired: Callable[[Any], bool],
+    clock_ms: int,
+) -> _history.History[None]:
+    """`_replaced`, the path's oldest items before `base` (inclusive) left off while they are
+    `expired` (as the SDK's SQLiteSession deletes them): the kept ones and `turns` then start
+    a new root, in the same compare-and-set on the head."""
+    prefix: list[SessionNode] = []
+    if base is not None:
+        prefix = yield "load_path_nodes", (session_id, base), {}
+        if prefix and _history.is_cleared(prefix[0].turn):
+            prefix = prefix[1:]
+    dropped = 0
+    for node in prefix:
+        items = RESPONSES.to_items(node.turn)
+        if len(items) != 1 or not expired(items[0]):
+            break
+        dropped += 1
+    if not dropped:
+        yield from _replaced(session_id, turns, head, base, clock_ms)
+        return
+    kept = [node.turn for node in prefix[dropped:]]
+    yield from _replaced(session_id, kept + turns, head, None, clock_ms)
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "review_optional: the OpenAI Agents SDK's mark of its slow multi-process tests"
     )
+    config.addinivalue_line(
+        "markers",
+        "allow_call_model_methods: the OpenAI Agents SDK's mark of tests that call a model's "
+        "methods (its own conftest refuses them elsewhere)",
+    )
 
 
 @dataclass(frozen=True)
@@ -138,7 +143,11 @@ EXCLUDED = {
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    from tests.frameworks.openai_agents.advanced_expected import expected_for
+    from tests.frameworks.openai_agents.advanced_expected import (
+        ON_TWO_VARIANTS,
+        TWO_VARIANTS,
+        expected_for,
+    )
 
     for item in items:
         name = getattr(item, "originalname", "")
@@ -148,6 +157,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             if expected is not None:
                 mark = pytest.mark.xfail(strict=True, reason=expected.reason, run=expected.run)
                 item.add_marker(mark)
+            variant = callspec.params.get("advanced_databases") if callspec else None
+            if name in ON_TWO_VARIANTS and variant not in TWO_VARIANTS:
+                item.add_marker(pytest.mark.skip(reason=ON_TWO_VARIANTS[name]))
         reason = EXCLUDED.get(name)
         if reason is not None and item.path.name == "test_adk_session_service.py":
             item.add_marker(pytest.mark.xfail(strict=True, reason=reason))

@@ -1,6 +1,7 @@
 """What the adopted `test_advanced_sqlite_session.py` runs on: `AdvancedSQLiteSession`, the
 reference class swapped for memstore's `MemstoreAdvancedSession` on the store of the test's
-variant (sync or async store, SQLite or PostgreSQL), with the SDK's constructor."""
+variant (sync or async store, SQLite or PostgreSQL), with the SDK's constructor. A child
+process a test starts opens the database its parent's `db_path` stands for (`URL_SUFFIX`)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,9 @@ from tests.conftest import postgres_server_url
 from tests.templates import Templates, schema_url
 
 VARIANTS = ["sync-sqlite", "async-sqlite", "sync-postgres", "async-postgres"]
+URL_SUFFIX = ".memstore-url"
+"""Beside a test's `db_path`: the URL of the PostgreSQL schema that path stands for, so that
+the test's child processes open the parent's database (on SQLite the path is the database)."""
 
 
 @dataclass
@@ -59,7 +63,10 @@ class Databases:
             template.create(connection, schema)
         engine.dispose()
         self.schemas.append(schema)
-        return schema_url(self.server, schema)
+        url = schema_url(self.server, schema)
+        if not key.startswith(":memory:"):  # a path a child process may open too
+            Path(key + URL_SUFFIX).write_text(url, encoding="utf-8")
+        return url
 
     def _open(self, url: str) -> Any:
         if self.flavour == "sync":
@@ -117,8 +124,11 @@ class AdvancedSQLiteSession(MemstoreAdvancedSession):
         create_tables: bool = False,
         **kwargs: Any,
     ) -> None:
-        if not _CURRENT:  # a child process of a test: a store of its own
-            super().__init__(session_id, db_path=db_path, create_tables=create_tables, **kwargs)
+        if not _CURRENT:  # a child process of a test: a store of its own on the parent's database
+            pointer = Path(str(db_path) + URL_SUFFIX)
+            url = pointer.read_text(encoding="utf-8") if pointer.exists() else db_path
+            super().__init__(session_id, db_path=url, create_tables=create_tables, **kwargs)
+            self.db_path = db_path
             return
         store = _CURRENT[-1].store_for(db_path)
         super().__init__(session_id, store, create_tables=create_tables, **kwargs)

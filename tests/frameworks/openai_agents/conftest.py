@@ -9,6 +9,7 @@ no request leaves the process."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -16,7 +17,7 @@ from agents import set_tracing_disabled
 
 from memstore.errors import EventLoopError
 from tests.frameworks.conftest import OnStore
-from tests.frameworks.openai_agents.swap import session_factory
+from tests.frameworks.openai_agents.swap import CURRENT_STORES, current, session_factory
 from tests.templates import Templates
 
 set_tracing_disabled(True)
@@ -39,6 +40,19 @@ def make_list_session(request: pytest.FixtureRequest, migrated_templates: Templa
     flavour, backend = request.param.split("-")
     url = request.getfixturevalue(f"{backend}_url")
     return OnStore.migrated(flavour, url, session_factory, migrated_templates)
+
+
+@pytest.fixture(params=["sync-sqlite", "async-postgres"])
+def sqlite_store(
+    request: pytest.FixtureRequest, migrated_templates: Templates
+) -> Iterator[OnStore]:
+    """The store the swapped `SQLiteSession` (swap.py) opens the test's sessions on: a
+    SessionStore on SQLite or an AsyncSessionStore on PostgreSQL (both stores and backends,
+    as `make_list_session`), made in the test's event loop by tests/frameworks/conftest.py."""
+    flavour, backend = request.param.split("-")
+    url = request.getfixturevalue(f"{backend}_url")
+    yield OnStore.migrated(flavour, url, current, migrated_templates)
+    CURRENT_STORES.clear()
 
 
 _RUN_SYNC_ON_ASYNC_STORE = (

@@ -4,10 +4,12 @@ builds a `MemstoreSession` on the test's store instead (conftest.py's `make_sess
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from agents.memory import SessionSettings
 
+from memstore import SessionStore
 from memstore.integrations._history import AnyStore
 from memstore.integrations.openai_agents import MemstoreSession
 
@@ -46,3 +48,55 @@ def session_factory(store: AnyStore) -> SessionFactory:
         return SessionUnderTest(session_id, store, session_settings=session_settings)
 
     return make
+
+
+class SyncStoreSession(SessionUnderTest):
+    """Where the SDK's tests chose its `SQLiteSession`: a MemstoreSession on a SessionStore."""
+
+
+class AsyncStoreSession(SessionUnderTest):
+    """Where the SDK's tests chose its `AsyncSQLiteSession`: a MemstoreSession on an
+    AsyncSessionStore (the tests' `isinstance` checks keep choosing the async paths for it)."""
+
+
+def flavoured(session_id: str, **options: Any) -> Callable[[AnyStore], SessionUnderTest]:
+    """A session `session_id` on a store: `AsyncStoreSession` on an AsyncSessionStore, else
+    `SyncStoreSession`, as the SDK's tests paired `AsyncSQLiteSession` and `SQLiteSession`."""
+
+    def make(store: AnyStore) -> SessionUnderTest:
+        kind = SyncStoreSession if isinstance(store, SessionStore) else AsyncStoreSession
+        return kind(session_id, store, **options)
+
+    return make
+
+
+CURRENT_STORES: list[AnyStore] = []
+"""The store of the running test's `sqlite_store` fixture (conftest.py), which `SQLiteSession`
+opens its sessions on."""
+
+
+class SQLiteSession(SessionUnderTest):
+    """The SDK's `SQLiteSession(session_id, db_path, session_settings=...)` constructor, on
+    the running test's store (its `sqlite_store` fixture): the tests' own subclasses of
+    SQLiteSession, which override its public methods, subclass this one (`db_path` unused)."""
+
+    def __init__(
+        self,
+        session_id: str,
+        db_path: object = ":memory:",
+        *,
+        session_settings: SessionSettings | dict[str, Any] | None = None,
+    ) -> None:
+        del db_path
+        if not CURRENT_STORES:
+            raise RuntimeError(
+                "SQLiteSession stands for a MemstoreSession on the test's store: "
+                "the test takes the `sqlite_store` fixture"
+            )
+        super().__init__(session_id, CURRENT_STORES[-1], session_settings=session_settings)
+
+
+def current(store: AnyStore) -> AnyStore:
+    """Make `store` the one `SQLiteSession` opens sessions on, until the test ends."""
+    CURRENT_STORES.append(store)
+    return store

@@ -47,40 +47,6 @@ pytestmark = pytest.mark.asyncio
 EXCLUDED: dict[str, str] = {}
 """The tests of the SDK's file that construct a SQLiteSession and are left out: none."""
 
-_FERNET_CLOCK = (
-    "patches `cryptography.fernet.time.time` to expire encrypted items, which the installed "
-    "cryptography (51; the SDK locks 50) no longer has: the patch fails, whatever the session"
-)
-_PRUNED_SNAPSHOT = (
-    "EncryptedSession reads the compaction snapshot with `prune_prefix` (to drop expired items "
-    "from the front), which MemstoreSession does not implement: it answers None, the wrapper "
-    "takes its other path, which needs the complete history under a read limit, and does not "
-    "compact"
-)
-_EXPIRING = {
-    "test_automatic_compaction_does_not_reload_unbounded_hidden_history",
-    "test_manual_compaction_refreshes_expired_encrypted_history",
-    "test_automatic_compaction_recovers_after_encrypted_history_expires",
-    "test_expired_read_overhead_does_not_authorize_hidden_history",
-}
-
-
-def _fernet_has_a_clock() -> bool:
-    """Whether cryptography's Fernet module reads `time`, as the SDK's tests patch it (50 did)."""
-    import cryptography.fernet
-
-    return hasattr(cryptography.fernet, "time")
-
-
-def expected_failure(name: str, params: dict[str, Any]) -> str | None:
-    """Why a case of this file is expected to fail on MemstoreSession, or None (conftest.py)."""
-    if name in _EXPIRING and params.get("encryption") != "none" and not _fernet_has_a_clock():
-        return _FERNET_CLOCK
-    if name == "test_backend_read_limit_cannot_hide_retained_history_from_compaction":
-        return _PRUNED_SNAPSHOT if params["encrypted"] else None
-    return None
-
-
 LOCAL_OUTPUT = "synthetic-local-only-result"
 
 
