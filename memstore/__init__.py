@@ -76,6 +76,7 @@ if TYPE_CHECKING:
     from memstore.store.plans import (
         SessionPage,
         StoreStats,
+        TenantTotals,
         UsageTotals,
     )
     from memstore.store.plans.erasure import (
@@ -181,6 +182,7 @@ _EXPORTED_FROM: dict[str, tuple[str, ...]] = {
     "memstore.store.plans": (
         "SessionPage",
         "StoreStats",
+        "TenantTotals",
         "UsageTotals",
     ),
     "memstore.store.plans.erasure": ("ErasureReport",),
@@ -321,6 +323,7 @@ __all__ = [
     "StreamOptions",
     "StreamTextDelta",
     "StreamThinkingDelta",
+    "TenantTotals",
     "TextBlock",
     "TextDeltaEvent",
     "ThinkingBlock",

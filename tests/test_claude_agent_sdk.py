@@ -234,3 +234,34 @@ def test_a_transcript_exported_and_imported_again_still_deduplicates_by_uuid(
         assert await adapter.load(_KEY) == [*entries, later]
 
     run_on_store(flavour, database_url, body)
+
+
+@pytest.mark.parametrize("flavour", ["sync", "async"])
+def test_a_project_key_can_name_a_tenant(flavour: str, database_url: str) -> None:
+    """Two customers' projects with the same session id and entries: each in its own tenant,
+    neither seen through the other's project, and nothing in the store's own tenant."""
+    tenants = {"acme/app": "acme", "globex/app": "globex"}
+
+    async def body(store: Any) -> None:
+        sdk = MemstoreSessionStore(store, tenant_of=tenants.__getitem__)
+        for project in tenants:
+            key: SessionKey = {"project_key": project, "session_id": "5f0c"}
+            await sdk.append(key, [_entry("u1", "user", f"hello from {project}")])
+        await sdk.append(
+            {"project_key": "globex/app", "session_id": "5f0c"},
+            [_entry("u2", "assistant", "only globex")],
+        )
+        acme = await sdk.load({"project_key": "acme/app", "session_id": "5f0c"})
+        globex = await sdk.load({"project_key": "globex/app", "session_id": "5f0c"})
+        assert [entry["uuid"] for entry in acme or []] == ["u1"]
+        assert [entry["uuid"] for entry in globex or []] == ["u1", "u2"]
+        assert [row["session_id"] for row in await sdk.list_sessions("acme/app")] == ["5f0c"]
+        assert await maybe(store.list_sessions(), store) == []  # the store's own tenant
+        with SessionStore(database_url, tenant="acme") as theirs:
+            assert len(theirs.list_sessions()) == 1
+            (session_id,) = theirs.list_sessions()
+            assert len(theirs.load_path(session_id)) == 1
+        await sdk.delete({"project_key": "acme/app", "session_id": "5f0c"})
+        assert await sdk.load({"project_key": "globex/app", "session_id": "5f0c"})
+
+    run_on_store(flavour, database_url, body)

@@ -145,6 +145,16 @@ def test_export_and_import_stay_in_their_tenant(
     assert len(lines) > 2
 
 
+def test_tenants_lists_every_tenant_whatever_the_stores(
+    tenants: tuple[SessionStore, SessionStore], open_store: Callable[..., SessionStore]
+) -> None:
+    acme, _ = tenants
+    acme.delete_session("f1")
+    listed = [(totals.tenant, totals.sessions) for totals in acme.tenants()]
+    assert listed == [(ACME, 3), (GLOBEX, 4)]
+    assert open_store(tenant="initech").tenants() == acme.tenants()
+
+
 def test_a_tenant_name_is_checked(open_store: Callable[..., SessionStore]) -> None:
     for bad in ("has space", "-lead", "x" * 65, "naïve"):
         with pytest.raises(InvalidArgumentError, match="tenant"):
@@ -218,3 +228,21 @@ def test_erase_and_prune_in_one_tenant_leave_the_others_identical_turns(
     assert globex.erasures() == []
     assert len(acme.erasures()) == 2
     assert globex.prune(unreachable=True).node_count == 2  # its unreached nodes are still there
+
+
+def test_a_tenants_search_ranks_among_its_own_backlog(tmp_path: Path) -> None:
+    """SQLite's backlog (turns small writes added, not indexed yet) is read for the searching
+    tenant only: another tenant's waiting turns neither cost its search nor move its ranks."""
+    alone, shared = (f"sqlite:///{tmp_path / name}.db" for name in ("alone", "shared"))
+    for url in (alone, shared):
+        with SessionStore(url, tenant=ACME) as acme:
+            acme.append("s1", turn("user", "apple banana cherry"))
+    with SessionStore(shared, tenant=GLOBEX) as globex:
+        for i in range(20):
+            globex.append(f"g{i}", turn("user", f"apple {i}"))
+    ranks = []
+    for url in (alone, shared):
+        with SessionStore(url, tenant=ACME, read_only=True) as reader:
+            (hit,) = reader.search("apple")
+            ranks.append(hit.rank)
+    assert ranks[0] == ranks[1]

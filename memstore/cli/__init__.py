@@ -13,7 +13,8 @@ from memstore.cli._common import app
 
 # Each module registers its commands on `app` as it is imported: this order is `--help`'s.
 # isort: off
-from memstore.cli import db, retention, erasure, files, sessions, compact, demo  # noqa: F401
+from memstore.cli import db, retention, erasure, files, sessions, tenants  # noqa: F401
+from memstore.cli import compact, demo  # noqa: F401
 # isort: on
 
 __all__ = ["app", "main"]

@@ -53,6 +53,7 @@ class Settings:
 
     db: str
     schema: str | None = None
+    tenant: str = ""
 
 
 def friendly_errors(command: Callable[P, R]) -> Callable[P, R]:
@@ -86,25 +87,50 @@ def _drop_standard_output() -> None:
         pass  # not a real file (a test's capture): nothing will flush it at exit
 
 
+TENANT_VARIABLE = "MEMSTORE_TENANT"
+"""The environment variable naming the tenant every command works on (docs/tenants.md)."""
+_TENANT_HELP = (
+    "Work on this tenant's sessions only (default: memstore --tenant, else $MEMSTORE_TENANT, "
+    "else the default tenant)."
+)
+
+TenantOption = Annotated[
+    str | None,
+    typer.Option("--tenant", metavar="NAME", help=_TENANT_HELP, show_default=False),
+]
+"""A command's own `--tenant`, which wins over the one given before the command (and over
+MEMSTORE_TENANT): `memstore sql --tenant acme ...` and `memstore --tenant acme sql ...` agree."""
+
+
 def open_store(
     ctx: typer.Context,
     *,
+    tenant: str | None = None,
     auto_migrate: bool = True,
     read_only: bool = False,
     redact: Redactor | None = None,
 ) -> SessionStore:
-    """The store named by `--db` / MEMSTORE_DB (and `--schema` / MEMSTORE_SCHEMA). Commands that
-    only read open it `read_only`: nothing is created or migrated, and a database that is not
-    ready is one line saying what to run. `redact`: the store's redactor (`memstore.redact`)."""
+    """The store named by `--db` / MEMSTORE_DB (and `--schema` / MEMSTORE_SCHEMA), on the
+    tenant the command's `--tenant` names (`tenant`), else `memstore --tenant` /
+    MEMSTORE_TENANT, else the default tenant. Commands that only read open it `read_only`:
+    nothing is created or migrated, and a database that is not ready is one line saying what
+    to run. `redact`: the store's redactor (`memstore.redact`).
+
+    Raises:
+        InvalidArgumentError: the tenant is not a tenant's name.
+    """
     from memstore.store import SessionStore
+    from memstore.store.tenancy import valid_tenant
 
     settings: Settings = ctx.obj
+    tenant = valid_tenant(settings.tenant if tenant is None else tenant)  # before the database
     return SessionStore(
         settings.db,
         auto_migrate=auto_migrate,
         read_only=read_only,
         schema=settings.schema,
         redact=redact,
+        tenant=tenant,
     )
 
 
@@ -168,6 +194,17 @@ def options(
             show_default=False,
         ),
     ] = None,
+    tenant: Annotated[
+        str,
+        typer.Option(
+            "--tenant",
+            envvar=TENANT_VARIABLE,
+            metavar="NAME",
+            help="The tenant whose sessions every command works on (docs/tenants.md); a "
+            "command's own --tenant wins. Default: the default tenant.",
+            show_default=False,
+        ),
+    ] = "",
     version: Annotated[
         bool,
         typer.Option(
@@ -176,7 +213,7 @@ def options(
     ] = False,
 ) -> None:
     """A memory LLM agents can trust: branchable sessions in SQLite or PostgreSQL."""
-    ctx.obj = Settings(db=db, schema=schema or None)
+    ctx.obj = Settings(db=db, schema=schema or None, tenant=tenant)
 
 
 def confirm(question: str, undone: str) -> None:

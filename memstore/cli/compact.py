@@ -9,6 +9,7 @@ import typer
 from rich.markup import escape
 
 from memstore.cli._common import (
+    TenantOption,
     app,
     emit_json,
     err,
@@ -63,6 +64,7 @@ def compact(
     base_url: Annotated[str | None, typer.Option(help="The API's base URL.")] = None,
     keep_recent: Annotated[int, typer.Option(min=0, help="Trailing turns kept verbatim.")] = 8,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    tenant: TenantOption = None,
 ) -> None:
     """Condense a session's head path into a new branch: a summary, then the kept tail.
 
@@ -73,7 +75,7 @@ def compact(
 
     card = ModelCard(id=model, context_window=window, max_output_tokens=max_output)
     check_window(card)  # before the database is opened (the library checks it too)
-    with open_store(ctx) as store:
+    with open_store(ctx, tenant=tenant) as store:
         existing_session(store, session)
         chosen = _invoker(invoker, model, base_url)
         result = store.compact_session(

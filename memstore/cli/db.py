@@ -8,6 +8,7 @@ import typer
 from rich.markup import escape
 
 from memstore.cli._common import (
+    TenantOption,
     confirm,
     db_app,
     emit_json,
@@ -107,12 +108,14 @@ def db_clean_imports(
             show_default=False,
         ),
     ] = None,
+    tenant: TenantOption = None,
 ) -> None:
     """Delete the partial imports (SQLite) whose process no longer runs, which stay hidden
     until deleted; opening the database for writing does it too."""
-    with open_store(ctx, read_only=True):
+    with open_store(ctx, tenant=tenant, read_only=True):
         pass  # a database that is not ready: one line saying what to run, nothing created
-    with open_store(ctx, auto_migrate=False) as store:  # opening cleans nothing: this reports all
+    # Opening cleans nothing: this reports all.
+    with open_store(ctx, tenant=tenant, auto_migrate=False) as store:
         cleaned = store.clean_abandoned_imports(force=force or [])
     for session_id in cleaned:
         out.print(f"deleted the partial import of session {escape(repr(session_id))}")

@@ -12,6 +12,7 @@ import typer
 from rich.markup import escape
 
 from memstore.cli._common import (
+    TenantOption,
     app,
     counted,
     emit_json,
@@ -116,6 +117,7 @@ def erase(
         bool, typer.Option("--dry-run/--yes", help="Only report (the default), or erase.")
     ] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    tenant: TenantOption = None,
 ) -> None:
     """Erase a session, a node or a subject with every copy memstore made of it; by default
     only say what would go.
@@ -129,7 +131,7 @@ def erase(
     pair = _subject(subject)
     if node is not None and session is None:
         raise InvalidArgumentError("--node needs --session, the session that holds the node")
-    with open_store(ctx, read_only=dry_run) as store:
+    with open_store(ctx, tenant=tenant, read_only=dry_run) as store:
         if node is not None and session is not None:
             node = store.resolve_node_id(session, node)  # a short id, as the tables show them
         report = store.erase(
@@ -172,6 +174,7 @@ def erasures(
     ctx: typer.Context,
     limit: Annotated[int | None, typer.Option(min=0, help="At most this many.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    tenant: TenantOption = None,
 ) -> None:
     """List the erasure receipts, newest first: when, what, why, and how much went.
 
@@ -179,7 +182,7 @@ def erasures(
     """
     from memstore.terminal import data_table, format_time
 
-    with open_store(ctx, read_only=True) as store:
+    with open_store(ctx, tenant=tenant, read_only=True) as store:
         rows = store.erasures(limit=limit)
     if as_json:
         emit_json([_receipt_json(row) for row in rows])

@@ -18,6 +18,7 @@ from rich.markup import escape
 
 from memstore.cli._common import (
     NodeKey,
+    TenantOption,
     app,
     counted,
     emit_json,
@@ -98,6 +99,7 @@ def import_files(
         bool,
         typer.Option("--json", help="Print the report as JSON (with --watch: a line per file)."),
     ] = False,
+    tenant: TenantOption = None,
 ) -> None:
     """Import session files: memstore's legacy JSONL, or pi's and Claude Code's.
 
@@ -118,7 +120,7 @@ def import_files(
         "verify": verify,
         "keep_mismatched": keep_mismatched,
     }
-    with open_store(ctx, redact=secrets() if redact_secrets else None) as store:
+    with open_store(ctx, tenant=tenant, redact=secrets() if redact_secrets else None) as store:
         if watch:
             _watch(store, paths, options, interval, as_json)
             return
@@ -317,6 +319,7 @@ def export(
             show_default=False,
         ),
     ] = None,
+    tenant: TenantOption = None,
 ) -> None:
     """Write sessions back as legacy JSONL files (byte for byte), or as readable transcripts;
     with --to, as the pi or Claude Code files they were imported from.
@@ -332,7 +335,7 @@ def export(
     if to is not None and form not in (None, ExportFormat.JSONL):
         raise typer.BadParameter("--to writes the agent's JSONL file: leave out --format")
     agent = to.value if to is not None else None
-    with open_store(ctx, read_only=True) as store:
+    with open_store(ctx, tenant=tenant, read_only=True) as store:
         if session is not None:
             chosen = form or (ExportFormat.JSONL if to is not None else None)
             suffix = f".{(chosen or ExportFormat.JSONL).value}"

@@ -9,6 +9,7 @@ import typer
 from rich.markup import escape
 
 from memstore.cli._common import (
+    TenantOption,
     app,
     confirm,
     counted,
@@ -31,12 +32,13 @@ def delete(
         list[str], typer.Argument(help="The sessions to delete.", show_default=False)
     ],
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Delete without asking.")] = False,
+    tenant: TenantOption = None,
 ) -> None:
     """Delete sessions, every branch and record of them (after asking, unless `--yes`).
 
     Every session named must exist; nothing is deleted otherwise.
     """
-    with open_store(ctx) as store:
+    with open_store(ctx, tenant=tenant) as store:
         for session in sessions:
             existing_session(store, session)
         if not yes:
@@ -91,6 +93,7 @@ def prune(
         bool, typer.Option("--dry-run/--yes", help="Only report (the default), or delete.")
     ] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    tenant: TenantOption = None,
 ) -> None:
     """Delete whole sessions, or the branches no head reaches; by default only say what would go.
 
@@ -100,7 +103,7 @@ def prune(
     `--yes` deletes exactly that, in one transaction. SQLite's file shrinks after `VACUUM`.
     """
     older = _duration(older_than, "--older-than")
-    with open_store(ctx, read_only=dry_run) as store:
+    with open_store(ctx, tenant=tenant, read_only=dry_run) as store:
         report = store.prune(
             older_than=older, tag=tag, expired=expired, unreachable=unreachable, dry_run=dry_run
         )
@@ -170,11 +173,15 @@ def _expiry_json(session_id: str, expires_at: int | None) -> dict[str, Any]:
 
 
 def _set_expiries(
-    ctx: typer.Context, sessions: list[str], expires_at: int | None, as_json: bool
+    ctx: typer.Context,
+    sessions: list[str],
+    expires_at: int | None,
+    as_json: bool,
+    tenant: str | None,
 ) -> None:
     """Give every session in `sessions` (all of which must exist) the expiry `expires_at`,
     all or none."""
-    with open_store(ctx) as store:
+    with open_store(ctx, tenant=tenant) as store:
         store.set_expiry(sessions, expires_at)
     if as_json:
         emit_json([_expiry_json(session, expires_at) for session in sessions])
@@ -204,6 +211,7 @@ def expiry_set(
         str | None, typer.Option("--in", help="Expire this long from now (30d, 12h, 2w).")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    tenant: TenantOption = None,
 ) -> None:
     """Give sessions an expiry of their own, `--at` a time or `--in` a duration from now.
 
@@ -219,7 +227,7 @@ def expiry_set(
         expires_at = time_option(at, "--at")
     else:
         expires_at = now_ms() + later // timedelta(milliseconds=1)
-    _set_expiries(ctx, sessions, expires_at, as_json)
+    _set_expiries(ctx, sessions, expires_at, as_json, tenant)
 
 
 @expiry_app.command("clear")
@@ -228,12 +236,13 @@ def expiry_clear(
     ctx: typer.Context,
     sessions: Annotated[list[str], typer.Argument(help="The sessions.", show_default=False)],
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    tenant: TenantOption = None,
 ) -> None:
     """Remove sessions' own expiry, back to their tags' or the store's default.
 
     Every session named must exist; nothing is changed otherwise.
     """
-    _set_expiries(ctx, sessions, None, as_json)
+    _set_expiries(ctx, sessions, None, as_json, tenant)
 
 
 @expiry_app.command("default")
@@ -251,6 +260,7 @@ def expiry_default(
         str | None, typer.Option(help="The default of sessions with this tag (else the store's).")
     ] = None,
     remove: Annotated[bool, typer.Option("--remove", help="Remove the default.")] = False,
+    tenant: TenantOption = None,
 ) -> None:
     """Set (or `--remove`) the store's default expiry, or a tag's with `--tag`.
 
@@ -260,7 +270,7 @@ def expiry_default(
     if (after is None) != remove:
         raise InvalidArgumentError("give a duration (90d) or --remove, not both or neither")
     scope = "the store" if tag is None else f"tag {escape(tag)}"
-    with open_store(ctx) as store:
+    with open_store(ctx, tenant=tenant) as store:
         store.set_expiry_default(_duration(after, "AFTER"), tag=tag)
     said = "no default expiry"
     if after is not None:
@@ -273,9 +283,10 @@ def expiry_default(
 def expiry_defaults(
     ctx: typer.Context,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    tenant: TenantOption = None,
 ) -> None:
     """List the store's default expiry and each tag's."""
-    with open_store(ctx, read_only=True) as store:
+    with open_store(ctx, tenant=tenant, read_only=True) as store:
         defaults = store.expiry_defaults()
     tags = sorted(defaults.tags.items())
     if as_json:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from memstore.cli._common import (
+    TenantOption,
     app,
     emit_json,
     err,
@@ -70,6 +71,7 @@ def list_sessions(
         typer.Option(help="updated: newest first; id: by id (pages list each session once)."),
     ] = SessionOrderChoice.updated,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    tenant: TenantOption = None,
 ) -> None:
     """List sessions, most recently updated first, with their usage totals in `--json`.
 
@@ -89,7 +91,7 @@ def list_sessions(
         "order": order.value,
     }
     next_cursor = None
-    with open_store(ctx, read_only=True) as store:
+    with open_store(ctx, tenant=tenant, read_only=True) as store:
         if paged:
             page = store.session_page(limit=page_size or 100, cursor=cursor, **window)
             infos, next_cursor = page.sessions, page.next_cursor
@@ -157,12 +159,13 @@ def tree(
         bool, typer.Option("--all-turns", help="Draw every turn of a long run, unfolded.")
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print nodes as JSON.")] = False,
+    tenant: TenantOption = None,
 ) -> None:
     """Draw a session's DAG: its branches, the head marked, each turn on one line; a long run
     without a fork shows its first and last turns and the head, folding the rest into a count."""
     from memstore.terminal import render_tree
 
-    with open_store(ctx, read_only=True) as store:
+    with open_store(ctx, tenant=tenant, read_only=True) as store:
         existing_session(store, session)
         graph = store.load_session(session)
     if as_json:
@@ -183,11 +186,12 @@ def show(
     ] = None,
     last: Annotated[int | None, typer.Option(min=0, help="Only the newest N turns.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the nodes as JSON.")] = False,
+    tenant: TenantOption = None,
 ) -> None:
     """Print the transcript of one path of a session (root to the head, or to --leaf)."""
     from memstore.terminal import render_transcript
 
-    with open_store(ctx, read_only=True) as store:
+    with open_store(ctx, tenant=tenant, read_only=True) as store:
         existing_session(store, session)
         if leaf is not None:
             leaf = store.resolve_node_id(session, leaf)  # a short id, as the tables show them
@@ -217,11 +221,12 @@ def search(
         typer.Option(min=0.001, help="Stop the search after this many seconds."),
     ] = 10.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    tenant: TenantOption = None,
 ) -> None:
     """Full-text search over text, thinking, tool calls and results, on every branch."""
     from memstore.terminal import data_table, format_time
 
-    with open_store(ctx, read_only=True) as store:
+    with open_store(ctx, tenant=tenant, read_only=True) as store:
         if session is not None:
             existing_session(store, session)
         hits = store.search(query, session_id=session, limit=limit, timeout=timeout)
@@ -288,12 +293,13 @@ def sql(
         ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print rows as JSON objects.")] = False,
+    tenant: TenantOption = None,
 ) -> None:
     """Run one read-only SQL query (the views turns, blocks, tool_calls, session_stats help)."""
     from memstore.terminal import data_table
 
     shown = limit if as_json else min(limit, SQL_TABLE_ROWS)  # a table is read, JSON is piped
-    with open_store(ctx, read_only=True) as store:
+    with open_store(ctx, tenant=tenant, read_only=True) as store:
         try:
             result = store.read_only_query(
                 statement,
@@ -340,13 +346,14 @@ def stats(
     ] = None,
     limit: Annotated[int | None, typer.Option(min=0, help="With --by: at most this many.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    tenant: TenantOption = None,
 ) -> None:
     """Totals over the store: sessions, nodes, tool calls, failures, most used tools; or, with
     `--by`, what the model calls cost, the most expensive first."""
     from memstore.terminal import data_table
 
     if by is not None:
-        with open_store(ctx, read_only=True) as store:
+        with open_store(ctx, tenant=tenant, read_only=True) as store:
             groups = store.usage_stats(by.value, limit=limit)
         if as_json:
             emit_json([json_record(group) for group in groups])
@@ -366,7 +373,7 @@ def stats(
         ]
         out.print(data_table(headers, usage_rows, copyable=(True,) * 7, width=out.width))
         return
-    with open_store(ctx, read_only=True) as store:
+    with open_store(ctx, tenant=tenant, read_only=True) as store:
         totals = store.stats()
     if as_json:
         emit_json(json_record(totals))

@@ -15,6 +15,11 @@ append through the same adapter, so two never tie, as the SDK's ordering expects
 session's title and tag from the titles and tags the SDK appends, in the same transaction; an
 entry whose message reports usage (tokens, model) has it stored beside its node (`node_usage`).
 Works under asyncio and trio (see `memstore.integrations._history`).
+
+The SDK's docs call a `project_key` "a tenant ID" where an application serves many customers:
+`MemstoreSessionStore(store, tenant_of=...)` maps each project key to a memstore tenant
+(docs/tenants.md), and keeps each project's transcripts in its tenant's rows, on `store`'s
+engine; without `tenant_of`, every project is in `store`'s own tenant.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ from memstore.convert.claude_code import CLAUDE_CODE
 from memstore.integrations import _history
 from memstore.integrations._history import AnyStore, Call, History
 from memstore.store.plans import SessionInfo
+from memstore.store.tenancy import valid_tenant
 from memstore.types import Turn
 from memstore.usage import NodeUsage, from_anthropic
 
@@ -70,25 +76,49 @@ def memstore_session_id(key: Mapping[str, Any]) -> str:
 class MemstoreSessionStore:
     """Claude Agent SDK transcripts kept as memstore sessions (see the module's docstring)."""
 
-    def __init__(self, store: AnyStore) -> None:
+    def __init__(self, store: AnyStore, *, tenant_of: Callable[[str], str] | None = None) -> None:
+        """`tenant_of`: the tenant of a project's transcripts, from its `project_key` (e.g.
+        `lambda key: key.split("/")[0]`); None keeps every project in `store`'s tenant.
+        A name that is not a tenant's fails the call with InvalidArgumentError."""
         self.store = store
+        self.tenant_of = tenant_of
+        self._tenants: dict[str, AnyStore] = {}
         self._last_write = 0
+
+    def _store_of(self, project_key: str) -> AnyStore:
+        """The store a project's transcripts live in: `store`, or its tenant's (`tenant_of`),
+        made once on `store`'s engine and options."""
+        if self.tenant_of is None:
+            return self.store
+        tenant = valid_tenant(self.tenant_of(project_key))
+        if tenant == self.store.tenant:
+            return self.store
+        if tenant not in self._tenants:
+            self._tenants[tenant] = type(self.store)(
+                self.store.engine,  # type: ignore[arg-type]
+                migrators=self.store.migrators,
+                read_only=self.store.read_only,
+                redact=self.store.redact,
+                tenant=tenant,
+            )
+        return self._tenants[tenant]
 
     async def append(self, key: SessionKey, entries: list[SessionStoreEntry]) -> None:
         """Append `entries` in order, skipping those whose `uuid` is stored already."""
         if entries:
             appended = _append(key, [dict(entry) for entry in entries], self._write_time)
-            await _history.arun(self.store, appended)
+            await _history.arun(self._store_of(key["project_key"]), appended)
 
     async def load(self, key: SessionKey) -> list[SessionStoreEntry] | None:
         """Every entry of a transcript in append order; None for one never written."""
-        turns = await _history.arun(self.store, _history.turns(memstore_session_id(key)))
+        store = self._store_of(key["project_key"])
+        turns = await _history.arun(store, _history.turns(memstore_session_id(key)))
         return CLAUDE_CODE.to_items_of(turns) or None  # type: ignore[return-value]
 
     async def list_session_summaries(self, project_key: str) -> list[SessionSummaryEntry]:
         """The project's main transcripts' summaries, as each append folded them (`data` is the
         SDK's, kept verbatim), stamped with the session's last write (as `list_sessions`)."""
-        found = await _history.arun(self.store, _listed(project_key))
+        found = await _history.arun(self._store_of(project_key), _listed(project_key))
         return [
             {
                 "session_id": info.metadata["session_id"],
@@ -101,7 +131,7 @@ class MemstoreSessionStore:
 
     async def list_sessions(self, project_key: str) -> list[SessionStoreListEntry]:
         """The project's main transcripts and when each was last written (epoch ms)."""
-        found = await _history.arun(self.store, _listed(project_key))
+        found = await _history.arun(self._store_of(project_key), _listed(project_key))
         return [
             {"session_id": info.metadata["session_id"], "mtime": _mtime(info)}
             for info in found
@@ -110,11 +140,12 @@ class MemstoreSessionStore:
 
     async def delete(self, key: SessionKey) -> None:
         """Delete a transcript; a main one takes its subagents' with it."""
-        await _history.arun(self.store, _delete(key))
+        await _history.arun(self._store_of(key["project_key"]), _delete(key))
 
     async def list_subkeys(self, key: SessionListSubkeysKey) -> list[str]:
         """The subpaths of a session's subagent transcripts."""
-        found = await _history.arun(self.store, _listed(key["project_key"], key["session_id"]))
+        listed = _listed(key["project_key"], key["session_id"])
+        found = await _history.arun(self._store_of(key["project_key"]), listed)
         return sorted(info.metadata["subpath"] for info in found if "subpath" in info.metadata)
 
     def _write_time(self) -> int:

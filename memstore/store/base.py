@@ -429,9 +429,8 @@ class StoreBase(Listing, Retention, Erasure, KeyedAppends, NodeIds, SessionMetad
         over the login `read_url` names (default `$MEMSTORE_READ_URL`, else the store's own).
 
         Raises:
-            QueryError: the statement writes, is more than one statement, fails, runs out of
-                time, temporary space or memory; or the PostgreSQL login is privileged (a superuser,
-                server files, ...).
+            QueryError: the statement writes, is not one statement, fails or runs out of time,
+                space or memory; or the PostgreSQL login is privileged (a superuser, ...).
             KeyboardInterrupt: Ctrl-C stopped it (on PostgreSQL it is cancelled on the server).
         """
 

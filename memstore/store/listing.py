@@ -19,6 +19,7 @@ from memstore.store.plans import (
     SessionOrder,
     SessionPage,
     StoreStats,
+    TenantTotals,
     UsageGrouping,
     UsageTotals,
     Window,
@@ -119,6 +120,13 @@ class Listing(StoreCore):
     def stats(self, *, top: int = 10) -> Program[StoreStats]:
         """Totals over the whole store: sessions, nodes, records, tool calls, top tools."""
         return (yield from self._read(plans.store_stats(top), "reading statistics"))
+
+    @operation
+    def tenants(self) -> Program[list[TenantTotals]]:
+        """Every tenant of the database that holds sessions, with how many, whatever this
+        store's own tenant: for an operator (`memstore tenants`). On PostgreSQL only a login
+        the row-level security policies do not bind sees every tenant (docs/tenants.md)."""
+        return (yield from self._read(plans.tenant_totals(), "listing tenants"))
 
     @operation
     def usage_stats(

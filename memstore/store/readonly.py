@@ -58,6 +58,7 @@ from memstore.store.policy import backend_of
 from memstore.store.row_security import SETTING, setting_value
 from memstore.store.rows import derived_text
 from memstore.store.tables import DEFAULT_TENANT
+from memstore.store.tenant_sql import TenantReading, confine_to_tenant
 
 __all__ = [
     "DEFAULT_MEMORY_MB",
@@ -264,23 +265,34 @@ def _allows_more(option: str, keyword: str) -> str:
 
 
 def _sqlite(
-    url: URL, sql: str, limit: int, timeout: float, max_temp_mb: float, max_memory_mb: float
+    url: URL,
+    sql: str,
+    limit: int,
+    timeout: float,
+    limits_mb: tuple[float, float],
+    tenant: str | None,
 ) -> QueryResult:
+    max_temp_mb, max_memory_mb = limits_mb
     uri = sqlite_read_uri(url, strict=True)  # in a read-only directory too
-    connection = sqlite3.connect(uri, uri=True)
+    connection = sqlite3.connect(uri if tenant is None else "file::memory:", uri=True)
     # The views derive text from turns' JSON (migration 0016), where a lone surrogate may be
     # escaped: SQLite gives it as bytes that are not UTF-8, read as U+FFFD.
     connection.text_factory = derived_text
     deadline = _Deadline(timeout, max_temp_mb, max_memory_mb)
+    scope: TenantReading | None = None
     try:
-        connection.execute("PRAGMA temp_store = FILE")  # where the deadline can measure it
+        # Where the deadline can measure it; first, as setting it drops every TEMP view.
+        connection.execute("PRAGMA temp_store = FILE")
+        if tenant is not None:
+            scope = confine_to_tenant(connection, uri, tenant, _only_reading)
         longest = min(int(max_memory_mb * 1_000_000), 2**31 - 1)  # one value, at most
         connection.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, max(longest, 1))
-        connection.set_authorizer(_only_reading)
+        connection.set_authorizer(scope or _only_reading)
         connection.set_progress_handler(deadline, _PROGRESS_STEPS)
         return _fetch(connection.execute(sql), limit)
     except (sqlite3.Error, sqlite3.Warning) as exc:
-        raise deadline.error(exc) from exc
+        error = deadline.error(exc)
+        raise (scope.explain(error) if scope else error) from exc
     finally:
         connection.close()
 
@@ -401,7 +413,8 @@ def run_read_only(
     `max_temp_mb` MB of temporary files and `max_memory_mb` MB of memory; anything else is
     refused with QueryError (Ctrl-C stops it and raises KeyboardInterrupt). On PostgreSQL it
     runs over `read_url` (default `$MEMSTORE_READ_URL`, else `engine`'s own login), where the
-    row-level security policies let it see `tenant`'s rows only."""
+    row-level security policies let it see `tenant`'s rows only; on SQLite a named tenant's
+    statement sees its rows only (`memstore.store.tenant_sql`), the default tenant's every row."""
     _require_positive(timeout, "a query time limit is seconds > 0")
     _require_positive(max_temp_mb, "a temporary space limit is MB > 0")
     _require_positive(max_memory_mb, "a memory limit is MB > 0")
@@ -424,7 +437,7 @@ def run_read_only(
     database = engine.url.database
     if not database or not Path(database).exists():
         raise QueryError(f"no SQLite database at {database!r}")
-    return _sqlite(engine.url, sql, limit, timeout, max_temp_mb, max_memory_mb)
+    return _sqlite(engine.url, sql, limit, timeout, (max_temp_mb, max_memory_mb), tenant or None)
 
 
 def _require_positive(value: object, what: str) -> None:

@@ -379,11 +379,11 @@ def _search(
 
 
 def _backlog_texts() -> Plan[dict[int, str]]:
-    """The search texts of the turns in SQLite's full-text backlog (a store that can write
-    indexes them before it searches; a read-only one finds them here), by key."""
+    """The search texts of the tenant's turns in SQLite's full-text backlog (a store that can
+    write indexes them before it searches; a read-only one finds them here), by key."""
     text = cast(node_search.c.search_text, LargeBinary)
-    waiting = select(nodes_fts_backlog.c.pk)
-    rows = yield select(node_search.c.pk, text).where(node_search.c.pk.in_(waiting))
+    mine = of_tenant(node_search) & node_search.c.pk.in_(select(nodes_fts_backlog.c.pk))
+    rows = yield select(node_search.c.pk, text).where(mine)  # ranked among the tenant's only
     return {pk: _text(found) for pk, found in rows}
 
 

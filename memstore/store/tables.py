@@ -403,4 +403,6 @@ nodes_fts_chars = table("nodes_fts_chars", column("rowid"), column("search_chars
 # The nodes small writes added that `nodes_fts` does not hold yet (migration 0019).
 nodes_fts_backlog = table("nodes_fts_backlog", column("pk"))
 # SQLite's view of each node's search text, derived from `turn_json` (migration 0016).
-node_search = table("node_search", column("pk"), column("session_id"), column("search_text"))
+node_search = table(
+    "node_search", column("tenant"), column("pk"), column("session_id"), column("search_text")
+)

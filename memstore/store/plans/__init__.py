@@ -99,10 +99,12 @@ from memstore.store.plans.sessions import (
 )
 from memstore.store.plans.stats import (
     StoreStats,
+    TenantTotals,
     UsageGrouping,
     UsageTotals,
     node_usages,
     store_stats,
+    tenant_totals,
     usage_totals,
 )
 
@@ -130,6 +132,7 @@ __all__ = [
     "StepResult",
     "StoreStats",
     "StoredMetadata",
+    "TenantTotals",
     "Unset",
     "UsageGrouping",
     "UsageTotals",
@@ -177,6 +180,7 @@ __all__ = [
     "store_stats",
     "store_usage",
     "stored_ids",
+    "tenant_totals",
     "update_session",
     "usage_totals",
 ]

@@ -26,10 +26,12 @@ from memstore.usage import NodeUsage, cost_total
 
 __all__ = [
     "StoreStats",
+    "TenantTotals",
     "UsageGrouping",
     "UsageTotals",
     "node_usages",
     "store_stats",
+    "tenant_totals",
     "usage_totals",
 ]
 
@@ -84,6 +86,30 @@ def store_stats(top: int = 10) -> Plan[StoreStats]:
         failed_tool_calls=failed_count,
         top_tools=tuple((row.tool_name or "", row.calls) for row in tools),
     )
+
+
+@dataclass(frozen=True)
+class TenantTotals:
+    """One tenant of a database (`memstore tenants`): its sessions, and when the last of them
+    was updated (epoch ms); '' is the default tenant."""
+
+    tenant: str
+    sessions: int
+    updated_at: int
+
+
+def tenant_totals() -> Plan[list[TenantTotals]]:
+    """Every tenant that holds a session, with its count of sessions, but for those being
+    imported: the one plan that reads across tenants (it names no tenant), for an operator."""
+    count = func.count().label("sessions")
+    latest = func.max(sessions.c.updated_at).label("updated_at")
+    rows = yield (
+        select(sessions.c.tenant, count, latest)
+        .where(sessions.c.importing.is_(None))
+        .group_by(sessions.c.tenant)
+        .order_by(sessions.c.tenant)
+    )
+    return [TenantTotals(row.tenant, int(row.sessions), int(row.updated_at)) for row in rows]
 
 
 UsageGrouping = Literal["session", "model", "day"]
