@@ -13,7 +13,9 @@ setting names a tenant.
 after the transaction that set it, and '' must mean "no tenant", never the default one.
 
 The views are made `security_invoker` (PostgreSQL 15), so that a query through a view is held to
-the policies as the login that runs it, not as the views' owner (who may be a superuser).
+the policies as the login that runs it, not as the views' owner (who may be a superuser). Before
+PostgreSQL 15 views cannot be: there they are held to the policies as their owner, which binds
+them too unless the owner is a superuser or has `BYPASSRLS` (docs/tenants.md).
 `memstore_append` runs as its caller already, so its reads and writes are held to them too.
 
 SQLite has no row-level security: this revision does nothing there. The downgrade drops the
@@ -64,17 +66,23 @@ def upgrade() -> None:
             f"CREATE POLICY {POLICY} ON {table} "
             "USING (tenant = memstore_tenant()) WITH CHECK (tenant = memstore_tenant())"
         )
-    for view in VIEWS:
+    for view in _invoker_views():
         op.execute(f"ALTER VIEW {view} SET (security_invoker = true)")
 
 
 def downgrade() -> None:
     if op.get_bind().dialect.name != "postgresql":
         return
-    for view in VIEWS:
+    for view in _invoker_views():
         op.execute(f"ALTER VIEW {view} RESET (security_invoker)")
     for table in reversed(TABLES):
         op.execute(f"DROP POLICY {POLICY} ON {table}")
         op.execute(f"ALTER TABLE {table} NO FORCE ROW LEVEL SECURITY")
         op.execute(f"ALTER TABLE {table} DISABLE ROW LEVEL SECURITY")
     op.execute("DROP FUNCTION memstore_tenant()")
+
+
+def _invoker_views() -> tuple[str, ...]:
+    """The views to make `security_invoker`: all of them, on PostgreSQL 15 or later."""
+    version = op.get_bind().dialect.server_version_info or (0,)
+    return VIEWS if version >= (15,) else ()
