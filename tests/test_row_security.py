@@ -341,3 +341,57 @@ def test_an_async_engine_shared_by_two_tenants_stores_keeps_each_to_its_own(
 
     s1, gx = ["s1"], ["gx", "s1"]
     assert asyncio.run(listings()) == [s1, gx, s1, gx, ["0"]]
+
+
+@pytest.fixture
+def bound_reader(logins: Logins) -> Iterator[str]:
+    """A login bound to acme by its name (`.../acme`, migration 0032); its URL."""
+    reader = f"{logins.schema}_reader/{ACME}"
+    with logins.admin.connect() as connection:
+        connection.exec_driver_sql(f'CREATE ROLE "{reader}" LOGIN NOSUPERUSER NOBYPASSRLS')
+        connection.exec_driver_sql(f'GRANT USAGE ON SCHEMA "{logins.schema}" TO "{reader}"')
+    try:
+        yield make_url(logins.reader).set(username=reader).render_as_string(hide_password=False)
+    finally:
+        with logins.admin.connect() as connection:
+            connection.exec_driver_sql(f'DROP OWNED BY "{reader}"')
+            connection.exec_driver_sql(f'DROP ROLE "{reader}"')
+
+
+CROSSING = [  # SQL written to cross tenants: it sets the setting before it reads
+    "SELECT (SELECT set_config('memstore.tenant', 'globex', true)), (SELECT count(*) FROM nodes)",
+    "WITH s AS MATERIALIZED (SELECT set_config('memstore.tenant', 'globex', true)) "
+    "SELECT (SELECT count(*) FROM s), (SELECT count(*) FROM nodes)",
+]
+
+
+def test_a_login_bound_to_a_tenant_cannot_set_its_way_to_another(
+    logins: Logins, bound_reader: str
+) -> None:
+    """The setting is the policies' key for a login that serves several tenants, so SQL that
+    sets it crosses (what docs/tenants.md says it does not stop); a login bound to a tenant by
+    its name sees that tenant's rows whatever the setting says, through raw SQL and through
+    `memstore sql`."""
+    fill(logins.app)
+    grant_reading(logins)
+    reader = make_url(bound_reader).username
+    with logins.admin.connect() as connection:
+        connection.exec_driver_sql(
+            f'GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA "{logins.schema}" TO "{reader}"'
+        )
+    with SessionStore(logins.app, tenant=ACME) as acme:
+        crossed = [acme.read_only_query(sql, read_url=logins.reader).rows for sql in CROSSING]
+        assert crossed == [[("globex", 3)], [(1, 3)]]  # globex's 3 nodes: the login crossed
+        held = [acme.read_only_query(sql, read_url=bound_reader).rows for sql in CROSSING]
+        assert held == [[("globex", 1)], [(1, 1)]]  # acme's one node, whatever the setting
+    engine = sqlalchemy.create_engine(make_url(bound_reader).set(drivername="postgresql+psycopg"))
+    try:
+        with engine.connect() as connection:  # no setting, then another tenant's
+            assert probe(connection) == SEES_ACME_ONLY
+            connection.exec_driver_sql("SELECT set_config('memstore.tenant', 'globex', false)")
+            assert probe(connection) == SEES_ACME_ONLY
+            refused = "INSERT INTO sessions (tenant, id, created_at, updated_at) "
+            with pytest.raises(sqlalchemy.exc.ProgrammingError, match="row-level security"):
+                connection.exec_driver_sql(refused + "VALUES ('globex', 'new', 1, 1)")
+    finally:
+        engine.dispose()
