@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import itertools
+import sqlite3
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -467,3 +469,44 @@ def test_a_forks_or_merges_metadata_holding_a_nul_is_refused_where_the_database_
         store.append_merging_metadata("s", [], {"s": {"x": "a\0b"}})
     assert store.list_sessions() == ["s"]
     assert store.session_info("s").metadata == {}
+
+
+def _closed(dbapi_connection: Any) -> bool:
+    """Whether a driver's connection (psycopg's or sqlite3's) is closed."""
+    if hasattr(dbapi_connection, "closed"):
+        return bool(dbapi_connection.closed)
+    try:
+        dbapi_connection.cursor()
+    except sqlite3.ProgrammingError:
+        return True
+    return False
+
+
+def test_a_connection_in_use_when_the_store_closes_is_closed_when_its_call_ends(
+    database_url: str,
+) -> None:
+    """A call still running in another thread when the application closes the store keeps its
+    connection until it ends, and then it is closed: it was put back into the discarded pool
+    and found open when collected (psycopg's ResourceWarning, in whatever ran next)."""
+    store = SessionStore(database_url)
+    store.append("s", {"role": "user", "blocks": [{"kind": "text", "text": "hi"}]})
+    inside, leave = threading.Event(), threading.Event()
+    used: list[Any] = []
+
+    def call() -> None:
+        with store.transaction(write=False) as connection:
+            used.append(connection.connection.dbapi_connection)
+            inside.set()
+            leave.wait(10)
+            assert connection.exec_driver_sql("SELECT count(*) FROM sessions").scalar() == 1
+
+    worker = threading.Thread(target=call)
+    worker.start()
+    assert inside.wait(10)
+    store.close()
+    assert not _closed(used[0])  # the running call keeps it
+    leave.set()
+    worker.join()
+    assert _closed(used[0])
+    assert store.list_sessions() == ["s"]  # a closed store opens new connections when used
+    store.close()

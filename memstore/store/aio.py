@@ -26,6 +26,7 @@ from memstore.store.engine import (
     WRITE,
     configure_store_engine,
     create_store_engine,
+    dispose,
     driver_installed,
     sqlite_read_uri,
     store_url,
@@ -237,7 +238,7 @@ class AsyncSessionStore(Opening[AsyncEngine], StoreBase, Asynchronous):
             await self._on_loop.close()
         await self.engine.dispose()
         if self._sync_engine is not None:
-            self._sync_engine.dispose()
+            dispose(self._sync_engine)
         self._loop = None  # another event loop may use the store now
 
     async def aclose(self) -> None:

@@ -50,6 +50,7 @@ __all__ = [
     "configure_sqlite",
     "configure_store_engine",
     "create_store_engine",
+    "dispose",
     "driver_installed",
     "parse_url",
     "shown_url",
@@ -360,3 +361,16 @@ def store_engine(
             "create_store_engine(url, schema=...) and leave schema out here"
         )
     return url
+
+
+def dispose(engine: Engine) -> None:
+    """Close `engine`'s idle connections and start it a new pool, and close each connection
+    still in use (a call finishing in another thread) when it comes back: SQLAlchemy would put
+    it back into the discarded pool, and the driver would find it open when it is collected."""
+    event.listen(engine.pool, "checkin", _close_returned)
+    engine.dispose()
+
+
+def _close_returned(dbapi_connection: Any, _record: Any) -> None:
+    if dbapi_connection is not None:
+        dbapi_connection.close()

@@ -17,7 +17,7 @@ from sqlalchemy.engine import URL
 from memstore.store import writer_turns
 from memstore.store.base import StoreBase
 from memstore.store.copying import BulkRows, copy_rows
-from memstore.store.engine import LOCK_GAP_SECONDS, WRITE, store_engine
+from memstore.store.engine import LOCK_GAP_SECONDS, WRITE, dispose, store_engine
 from memstore.store.errors import translate_database_errors
 from memstore.store.handle import HandleBase
 from memstore.store.migrate import check_ready, upgrade
@@ -184,7 +184,7 @@ class SessionStore(Opening[Engine], StoreBase, Synchronous):
 
     def close(self) -> None:
         """Release the engine's connections."""
-        self.engine.dispose()
+        dispose(self.engine)
 
     def __enter__(self) -> SessionStore:
         return self
