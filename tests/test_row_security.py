@@ -18,7 +18,7 @@ import pytest
 import sqlalchemy
 from sqlalchemy import event, make_url
 
-from memstore import AsyncSessionStore, SessionStore
+from memstore import AsyncSessionStore, InvalidArgumentError, SessionStore
 from memstore.store import create_store_engine
 from memstore.store.aio import create_async_store_engine
 
@@ -395,3 +395,27 @@ def test_a_login_bound_to_a_tenant_cannot_set_its_way_to_another(
                 connection.exec_driver_sql(refused + "VALUES ('globex', 'new', 1, 1)")
     finally:
         engine.dispose()
+
+
+def test_a_store_of_another_tenant_over_a_bound_login_is_refused_when_it_opens(
+    logins: Logins, bound_reader: str
+) -> None:
+    """It would see none of its rows and have each row it writes refused: one clear error
+    instead, and the bound tenant's own store works."""
+    fill(logins.app)
+    reader = make_url(bound_reader).username
+    with logins.admin.connect() as connection:
+        connection.exec_driver_sql(
+            f'GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA "{logins.schema}" '
+            f'TO "{reader}"'
+        )
+        connection.exec_driver_sql(
+            f'GRANT USAGE ON ALL SEQUENCES IN SCHEMA "{logins.schema}" TO "{reader}"'
+        )
+    for tenant in (GLOBEX, ""):
+        with pytest.raises(InvalidArgumentError, match=f"bound to tenant 'acme'.*{tenant!r}"):
+            SessionStore(bound_reader, tenant=tenant, auto_migrate=False)
+    with SessionStore(bound_reader, tenant=ACME, auto_migrate=False) as acme:
+        acme.append("s1", turn("assistant", "bound and writing"))
+        assert acme.list_sessions() == ["s1"]
+        assert len(acme.load_path("s1")) == 2

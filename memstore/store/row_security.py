@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Engine, event
 from sqlalchemy.engine import Connection
 
+from memstore.errors import InvalidArgumentError
 from memstore.store.policy import backend_of
 from memstore.store.tables import DEFAULT_TENANT
 
@@ -65,12 +66,31 @@ def _on_postgresql(engine: Engine) -> bool:
 def bind_tenant(engine: Engine | AsyncEngine, tenant: str, *, handed_in: bool) -> None:
     """Make every transaction a store runs on `engine` see `tenant`'s rows (PostgreSQL): for
     the whole session of each connection of an engine the store made, or per transaction on one
-    `handed_in` by the application (see the module docstring)."""
+    `handed_in` by the application (see the module docstring).
+
+    Raises:
+        InvalidArgumentError: `engine`'s login is bound to another tenant by its name.
+    """
     sync_engine = engine if isinstance(engine, Engine) else engine.sync_engine
+    _refuse_another_logins_tenant(sync_engine, tenant)
     if handed_in:
         tenant_per_transaction(sync_engine)
     else:
         tenant_of_connections(sync_engine, tenant)
+
+
+def _refuse_another_logins_tenant(engine: Engine, tenant: str) -> None:
+    """Refuse a store of `tenant` over a login bound to another (a name with a `/`, migration
+    0032): PostgreSQL would show it none of its rows and refuse every row it writes."""
+    login = engine.url.username
+    if not _on_postgresql(engine) or login is None or "/" not in login:
+        return
+    bound = login.rsplit("/", 1)[1]
+    if bound != tenant:
+        raise InvalidArgumentError(
+            f"login {login!r} is bound to tenant {bound!r} by its name (docs/tenants.md), "
+            f"not to this store's tenant {tenant!r}: open the store with tenant={bound!r}"
+        )
 
 
 def tenant_of_connections(engine: Engine, tenant: str) -> None:
