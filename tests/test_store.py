@@ -508,5 +508,11 @@ def test_a_connection_in_use_when_the_store_closes_is_closed_when_its_call_ends(
     leave.set()
     worker.join()
     assert _closed(used[0])
-    assert store.list_sessions() == ["s"]  # a closed store opens new connections when used
+    assert store.list_sessions() == ["s"]  # a closed store opens new connections when used,
+    with store.engine.connect() as connection:  # and pools them as before
+        pooled = connection.connection.dbapi_connection
+    with store.engine.connect() as connection:
+        assert connection.connection.dbapi_connection is pooled
+    assert not _closed(pooled)
     store.close()
+    assert _closed(pooled)

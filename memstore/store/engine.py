@@ -367,8 +367,10 @@ def dispose(engine: Engine) -> None:
     """Close `engine`'s idle connections and start it a new pool, and close each connection
     still in use (a call finishing in another thread) when it comes back: SQLAlchemy would put
     it back into the discarded pool, and the driver would find it open when it is collected."""
-    event.listen(engine.pool, "checkin", _close_returned)
-    engine.dispose()
+    discarded = engine.pool
+    engine.dispose()  # the new pool copies the old one's listeners: listen to the old one after
+    event.listen(discarded, "checkin", _close_returned)
+    discarded.dispose()  # one that came back meanwhile
 
 
 def _close_returned(dbapi_connection: Any, _record: Any) -> None:
