@@ -35,6 +35,7 @@ COMMANDS: dict[str, tuple[list[str], set[str]]] = {
     "expiry set": (["branching", "--in", "30d"], set()),
     "expiry clear": (["branching"], set()),
     "expiry defaults": ([], set()),
+    "tenants": ([], set()),
 }
 
 
