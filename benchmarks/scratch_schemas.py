@@ -19,26 +19,55 @@ class FreshSchemas:
         self.url = url
         self.admin = psycopg.connect(url.replace("+psycopg", "", 1), autocommit=True)
         self.names: list[str] = []
+        self.roles: list[str] = []
 
-    def new(self) -> str:
-        """A new schema's name."""
+    def new(self, owner: str | None = None) -> str:
+        """A new schema's name; owned by the role `owner` when given (else by the URL's login)."""
         name = f"memstore_bench_{uuid.uuid4().hex[:12]}"
-        self.admin.execute(f'CREATE SCHEMA "{name}"')
+        authorization = f' AUTHORIZATION "{owner}"' if owner else ""
+        self.admin.execute(f'CREATE SCHEMA "{name}"{authorization}')
         self.names.append(name)
         return name
 
-    def store_url(self, name: str) -> str:
-        """The server's URL with the schema `name` as the search path (for memstore and peers)."""
-        separator = "&" if "?" in self.url else "?"
-        return f"{self.url}{separator}options=-csearch_path%3D{name}"
+    def login(self, name: str) -> str:
+        """A login `name` that is neither a superuser nor has BYPASSRLS (the application's login
+        of docs/tenants.md, which the row-level security policies bind), made if missing and
+        dropped at the end if made here; the server's URL as that login."""
+        from sqlalchemy import make_url
+
+        made = self.admin.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (name,)).fetchone()
+        if made is None:
+            self.admin.execute(f'CREATE ROLE "{name}" LOGIN NOSUPERUSER NOBYPASSRLS')
+            self.roles.append(name)
+            database = self.admin.execute("SELECT current_database()").fetchone()
+            assert database is not None
+            self.admin.execute(f'GRANT CREATE ON DATABASE "{database[0]}" TO "{name}"')
+        url = make_url(self.url).set(username=name, password=None)
+        return url.render_as_string(hide_password=False)
+
+    def store_url(self, name: str, server: str | None = None) -> str:
+        """The server's URL (or `server`, another login's) with the schema `name` as the search
+        path (for memstore and peers)."""
+        server = server or self.url
+        separator = "&" if "?" in server else "?"
+        return f"{server}{separator}options=-csearch_path%3D{name}"
 
     def new_url(self) -> str:
         """A new schema's URL."""
         return self.store_url(self.new())
 
+    def own_role(self, name: str) -> None:
+        """Drop the role `name` at the end if it does not exist yet (whoever makes it)."""
+        made = self.admin.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (name,)).fetchone()
+        if made is None:
+            self.roles.append(name)
+
     def close(self) -> None:
         for name in self.names:
             self.admin.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+        for role in self.roles:
+            self.admin.execute(f'DROP OWNED BY "{role}"')
+            self.admin.execute(f'DROP ROLE "{role}"')
         self.admin.close()
 
     def __enter__(self) -> FreshSchemas:

@@ -24,10 +24,9 @@ from memstore import SessionGraph, SessionStore
 from memstore.errors import InvalidArgumentError, QueryError
 from memstore.jsonl import JsonlSessionStore
 from memstore.store.import_batch import BATCH_ROWS
-from memstore.store.policy import POSTGRESQL
 from memstore.store.rows import block_rows, search_text, stored_rows
-from memstore.store.search import _phrase_search, _postgres_search, _split_query
-from memstore.store.tables import TENANT_KEY
+from memstore.store.search import _postgres_hits, _split_query
+from memstore.store.tables import TENANT_KEY, nodes
 
 from .conftest import LEGACY
 
@@ -342,14 +341,34 @@ def test_a_turn_past_postgresqls_tsvector_limit_is_stored_and_found_on_both_back
 
 
 def explain(store: SessionStore, statement: Any) -> str:
-    """PostgreSQL's plan for `statement`, sequential scans discouraged as on a big table."""
+    """PostgreSQL's plans as `statement` runs, the statements of the search function it calls
+    included (auto_explain), sequential scans discouraged as on a big table."""
+    notices: list[str] = []
     with store.engine.connect() as connection:
-        connection.exec_driver_sql("SET enable_seqscan = off")
-        compiled = statement.compile(connection)
-        given = compiled.construct_params({TENANT_KEY: store.tenant})  # as `tenancy.scoped` does
-        params = tuple(given[name] for name in compiled.positiontup or ())
-        rows = connection.exec_driver_sql("EXPLAIN " + str(compiled), params or given)
-        return "\n".join(str(row[0]) for row in rows)
+        driver = connection.connection.dbapi_connection
+        assert driver is not None
+
+        def _on_notice(diagnostic: Any) -> None:
+            notices.append(diagnostic.message_primary or "")
+
+        driver.add_notice_handler(_on_notice)
+        try:
+            connection.exec_driver_sql("LOAD 'auto_explain'")
+            for setting in (
+                "auto_explain.log_min_duration = 0",
+                "auto_explain.log_nested_statements = on",
+                "auto_explain.log_level = notice",
+                "enable_seqscan = off",
+            ):
+                connection.exec_driver_sql(f"SET LOCAL {setting}")
+            compiled = statement.compile(connection)
+            given = compiled.construct_params({TENANT_KEY: store.tenant})  # as `tenancy` does
+            params = tuple(given[name] for name in compiled.positiontup or ())
+            connection.exec_driver_sql(str(compiled), params or given).all()
+            connection.rollback()
+        finally:
+            driver.remove_notice_handler(_on_notice)
+    return "\n".join(notices)
 
 
 @pytest.mark.parametrize("query", ["upload", "東京 upload"])
@@ -359,10 +378,7 @@ def test_postgresql_search_reads_its_indexes_and_only_the_oversized_turns(
     with SessionStore(postgres_url) as store:
         store.append_node("s", SessionGraph("s").append(say("user", "upload 東京")))
         words, unspaced = _split_query(query)
-        if unspaced:
-            statement = _phrase_search(POSTGRESQL, words, unspaced, None, 20)
-        else:
-            statement = _postgres_search(words, None, 20)
+        statement = _postgres_hits(words, unspaced, None, 20, nodes.c.search_text)
         plan = explain(store, statement)
     assert re.search(r"Index Scan on ix_nodes_search(_chars)? ", plan), plan
     assert "Index Scan on ix_nodes_search_oversized" in plan, plan

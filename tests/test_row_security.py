@@ -6,6 +6,7 @@ plan that lost its tenant filter still gets nothing of another tenant's."""
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import uuid
 from collections.abc import Iterator
@@ -17,10 +18,13 @@ import psycopg
 import pytest
 import sqlalchemy
 from sqlalchemy import event, make_url
+from typer.testing import CliRunner
 
-from memstore import AsyncSessionStore, InvalidArgumentError, SessionStore
+from memstore import AsyncSessionStore, InvalidArgumentError, MigrationError, SessionStore
+from memstore.cli import app
 from memstore.store import create_store_engine
 from memstore.store.aio import create_async_store_engine
+from memstore.store.migrate import HEAD_REVISION
 
 from .conftest import LEGACY, postgres_server_url
 
@@ -243,10 +247,11 @@ def test_plans_that_forgot_the_tenant_filter_still_get_nothing_of_another_tenant
 ) -> None:
     fill(logins.app)
     # As a superuser no policy binds, so the forgetful plans show globex's rows: the double
-    # does remove the filters.
+    # does remove the filters. (Not the search's: the search function keeps its tenant in the
+    # database, migration 0033.)
     with _forgetful(SessionStore(logins.superuser, tenant=ACME)) as leaky:
         assert "gx" in leaky.list_sessions()
-        assert [hit.session_id for hit in leaky.search("zebra")] == ["s1"]
+        assert leaky.search("zebra") == []
     with _forgetful(SessionStore(logins.app, tenant=ACME)) as acme:
         assert acme.list_sessions() == ["s1"]
         assert acme.search("zebra") == []
@@ -419,3 +424,189 @@ def test_a_store_of_another_tenant_over_a_bound_login_is_refused_when_it_opens(
         acme.append("s1", turn("assistant", "bound and writing"))
         assert acme.list_sessions() == ["s1"]
         assert len(acme.load_path("s1")) == 2
+
+
+def hand_search_to_a_role(logins: Logins) -> str:
+    """Hand the schema's search to a role of this test's own (`memstore db search-role`, as
+    the operator: a superuser); the role's name."""
+    role = f"{logins.schema}_search"
+    with SessionStore(logins.superuser, auto_migrate=False) as operator:
+        statements = operator.hand_search_to_role(role)
+    assert any("SECURITY DEFINER" in statement for statement in statements)
+    return role
+
+
+def drop_role(logins: Logins, role: str) -> None:
+    with logins.admin.connect() as connection:
+        connection.exec_driver_sql(f'DROP OWNED BY "{role}"')  # the function, the grants
+        connection.exec_driver_sql(f'DROP ROLE "{role}"')
+
+
+def explained_searches(logins: Logins, login: str, query: str) -> tuple[list[str], list[Any]]:
+    """The tables and indexes the search statements of acme's store over `login` read, and the
+    hits: PostgreSQL's auto_explain reports every plan, nested ones (inside the search
+    function) included, as the role's own settings say (set by the superuser)."""
+    role = make_url(login).username
+    with logins.admin.connect() as connection:
+        for setting in (
+            "session_preload_libraries = 'auto_explain'",
+            "auto_explain.log_min_duration = 0",
+            "auto_explain.log_nested_statements = on",
+            "auto_explain.log_format = json",
+            "auto_explain.log_level = notice",
+            "enable_seqscan = off",  # a few turns: an index, when the plan may use one
+        ):
+            connection.exec_driver_sql(f'ALTER ROLE "{role}" SET {setting}')
+    seen: list[dict[str, Any]] = []
+
+    def _on_notice(diagnostic: Any) -> None:
+        message = diagnostic.message_primary or ""
+        if "{" in message:
+            seen.append(json.loads(message[message.index("{") :]))
+
+    engine = create_store_engine(login)
+    event.listen(engine, "connect", lambda connection, _: connection.add_notice_handler(_on_notice))
+    try:
+        with SessionStore(engine, tenant=ACME) as acme:
+            hits = acme.search(query)
+    finally:
+        engine.dispose()
+        with logins.admin.connect() as connection:
+            connection.exec_driver_sql(f'ALTER ROLE "{role}" RESET ALL')
+    searches = [plan["Plan"] for plan in seen if "ts_rank" in plan["Query Text"]]
+    assert searches, "no search statement was explained"
+    read = [
+        node.get("Index Name") or node.get("Relation Name") or ""
+        for plan in searches
+        for node in _plan_nodes(plan)
+    ]
+    return read, hits
+
+
+def _plan_nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    yield plan
+    for child in plan.get("Plans", ()):
+        yield from _plan_nodes(child)
+
+
+def test_a_search_as_a_login_the_policies_bind_reads_the_full_text_index(logins: Logins) -> None:
+    """PostgreSQL applies `@@` after the policies' condition, so not through an index, for a
+    login they bind: once the search is handed to a role with BYPASSRLS, the search function
+    reads the index as that role, and returns the store's tenant's hits only."""
+    fill(logins.app)
+    with SessionStore(logins.app, tenant=GLOBEX) as globex:
+        for n in range(30):
+            globex.append("many", turn("user", f"shared words, zebra {n}"))
+    read, hits = explained_searches(logins, logins.app, "shared")
+    assert "ix_nodes_search" not in read  # held to the policies: the tenant's turns, read all
+    assert [(hit.session_id, hit.snippet) for hit in hits] == [("s1", "hello [shared] words")]
+
+    role = hand_search_to_a_role(logins)
+    try:
+        read, hits = explained_searches(logins, logins.app, "shared")
+        assert "ix_nodes_search" in read
+        assert [(hit.session_id, hit.snippet) for hit in hits] == [("s1", "hello [shared] words")]
+        _, hits = explained_searches(logins, logins.app, "zebra")
+        assert hits == []
+    finally:
+        drop_role(logins, role)
+
+
+SEARCH = (
+    "SELECT count(*) FROM memstore_search_matches(to_tsquery('simple', %s), NULL, %s, NULL, 50)"
+)
+
+
+def test_a_login_bound_to_a_tenant_gets_only_its_tenants_matches_from_the_search_function(
+    logins: Logins, bound_reader: str
+) -> None:
+    """The search function, handed to a role that no policy binds, keeps the calling session's
+    tenant itself: a login bound to acme by its name gets acme's matches only, whatever the
+    setting says; a login that may not read the nodes gets an error, not their matches."""
+    fill(logins.app)
+    reader = make_url(bound_reader).username
+    role = hand_search_to_a_role(logins)
+    try:
+        libpq = make_url(bound_reader).set(drivername="postgresql")
+        refused = pytest.raises(psycopg.errors.InsufficientPrivilege, match="table nodes")
+        with psycopg.connect(libpq.render_as_string(hide_password=False)) as connection, refused:
+            connection.execute(SEARCH, ("zebra", ["zebra"]))
+        with logins.admin.connect() as connection:
+            connection.exec_driver_sql(
+                f'GRANT SELECT ON ALL TABLES IN SCHEMA "{logins.schema}" TO "{reader}"'
+            )
+        with psycopg.connect(libpq.render_as_string(hide_password=False)) as connection:
+            counts = []
+            for tenant in ("", ACME, GLOBEX):
+                connection.execute("SELECT set_config('memstore.tenant', %s, false)", (tenant,))
+                for word in ("zebra", "shared"):
+                    counts.append(connection.execute(SEARCH, (word, [word])).fetchone())
+        assert counts == [(0,), (1,)] * 3  # acme's: no zebra, its one 'shared' turn
+    finally:
+        drop_role(logins, role)
+
+
+OWNER = (
+    "SELECT pg_get_userbyid(proowner), prosecdef FROM pg_proc "
+    "WHERE oid = to_regprocedure('{schema}.memstore_search_matches("
+    "tsquery, tsquery, text[], text, integer)')"
+)
+
+
+def test_the_migration_hands_the_search_to_the_role_an_operator_prepared(logins: Logins) -> None:
+    """Migration 0033 hands the search function to `memstore_search` when that role exists,
+    has BYPASSRLS and may use the schema, and the migrating login may give it (a superuser
+    here); a downgrade by a login that may not drop it is refused, naming the role."""
+    with SessionStore(logins.app, auto_migrate=False) as app:
+        app.upgrade_schema("0032")
+    with logins.admin.connect() as connection:
+        made = not connection.exec_driver_sql(
+            "SELECT FROM pg_roles WHERE rolname = 'memstore_search'"
+        ).first()
+        if made:
+            connection.exec_driver_sql("CREATE ROLE memstore_search NOLOGIN BYPASSRLS")
+        connection.exec_driver_sql(f'GRANT USAGE ON SCHEMA "{logins.schema}" TO memstore_search')
+    owner = OWNER.format(schema=logins.schema)
+    try:
+        with SessionStore(logins.superuser) as operator:  # migrates to the head
+            assert operator.schema_revision() == HEAD_REVISION
+        fill(logins.app)
+        with logins.admin.connect() as connection:
+            assert connection.exec_driver_sql(owner).one() == ("memstore_search", True)
+        with SessionStore(logins.app, tenant=GLOBEX) as globex:
+            assert [hit.session_id for hit in globex.search("zebra")] == ["s1"]
+            with pytest.raises(MigrationError, match="belongs to the role 'memstore_search'"):
+                globex.downgrade_schema("0032")
+        with SessionStore(logins.superuser, auto_migrate=False) as operator:
+            operator.downgrade_schema("0032")
+        with SessionStore(logins.app, auto_migrate=False) as app:
+            app.upgrade_schema()  # a login that may not hand it over: it runs as its caller
+        with logins.admin.connect() as connection:
+            assert connection.exec_driver_sql(owner).one() == (make_url(logins.app).username, False)
+    finally:
+        with logins.admin.connect() as connection:
+            connection.exec_driver_sql("DROP OWNED BY memstore_search")
+            if made:
+                connection.exec_driver_sql("DROP ROLE memstore_search")
+
+
+def test_the_search_role_command_prints_the_operators_sql_and_refuses_sqlite(
+    logins: Logins, tmp_path: Path
+) -> None:
+    """`memstore db search-role --print` prints the SQL for an operator and runs none of it
+    (any login may ask); SQLite has no row-level security, so nothing to hand over."""
+    fill(logins.app)
+    result = CliRunner().invoke(app, ["--db", logins.app, "db", "search-role", "--print"])
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[-1] == (
+        f'ALTER FUNCTION "{logins.schema}".memstore_search_matches(tsquery, tsquery, text[], '
+        f'text, integer) SECURITY DEFINER SET search_path = "{logins.schema}", pg_temp;'
+    )
+    with logins.admin.connect() as connection:
+        owner = connection.exec_driver_sql(OWNER.format(schema=logins.schema)).one()
+    assert owner == (make_url(logins.app).username, False)  # nothing ran
+    sqlite = f"sqlite:///{tmp_path / 'x.db'}"
+    result = CliRunner().invoke(app, ["--db", sqlite, "db", "search-role"])
+    assert result.exit_code == 2
+    assert "SQLite has none" in result.stderr

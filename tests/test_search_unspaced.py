@@ -22,7 +22,7 @@ from memstore.store.rows import search_chars
 from memstore.store.search import _phrase_search, text_snippet
 from memstore.store.tables import TENANT_KEY
 
-from .test_query import check_fts
+from .test_query import check_fts, explain
 
 TEXTS = [
     "漢字かなカナ",
@@ -151,18 +151,16 @@ def test_the_index_follows_every_kind_of_write(
 
 
 def _plan(store: SessionStore, dialect: str) -> str:
+    """The search's plan; on PostgreSQL, as it runs, the search function's included."""
     statement = _phrase_search(backend_of(dialect), [], ["検索"], None, 20)
+    if dialect == "postgresql":
+        return explain(store, statement)
     with store.engine.connect() as connection:
-        if dialect == "postgresql":
-            connection.execute(sqlalchemy.text("SET enable_seqscan = off"))
-            explain = "EXPLAIN "
-        else:
-            explain = "EXPLAIN QUERY PLAN "
         compiled = statement.compile(connection)
         names = compiled.positiontup
         given = compiled.construct_params({TENANT_KEY: store.tenant})  # as a store binds it
         params = tuple(given[n] for n in names) if names else given
-        rows = connection.exec_driver_sql(explain + str(compiled), params).all()
+        rows = connection.exec_driver_sql("EXPLAIN QUERY PLAN " + str(compiled), params).all()
     return "\n".join(str(row[-1]) for row in rows)
 
 

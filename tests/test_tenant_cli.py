@@ -19,7 +19,7 @@ from .test_tenants import ACME, GLOBEX, fill, turn
 
 runner = CliRunner()
 
-DATABASE_WIDE = {"db upgrade", "db downgrade", "db current", "vacuum", "tenants"}
+DATABASE_WIDE = {"db upgrade", "db downgrade", "db current", "db search-role", "vacuum", "tenants"}
 """Commands that work on the whole database, not on a tenant's sessions."""
 
 

@@ -121,3 +121,26 @@ def db_clean_imports(
         out.print(f"deleted the partial import of session {escape(repr(session_id))}")
     if not cleaned:
         out.print("no abandoned imports")
+
+
+@db_app.command("search-role")
+@friendly_errors
+def db_search_role(
+    ctx: typer.Context,
+    role: Annotated[
+        str, typer.Option("--role", help="The role to hand the search to.")
+    ] = "memstore_search",
+    print_only: Annotated[
+        bool, typer.Option("--print", help="Print the SQL for an operator instead of running it.")
+    ] = False,
+) -> None:
+    """Hand PostgreSQL's search to a role with BYPASSRLS (made if missing), so that a search
+    reads the full-text indexes for logins that row-level security binds; an operator's
+    command, run as a superuser (docs/tenants.md). `--print` only prints the SQL."""
+    with open_store(ctx, auto_migrate=False, read_only=print_only) as store:
+        statements = store.hand_search_to_role(role, run=not print_only)
+    if print_only:
+        for statement in statements:
+            out.print(escape(statement) + ";", soft_wrap=True, highlight=False)
+    else:
+        out.print(f"search handed to the role {escape(repr(role))}", highlight=False)

@@ -34,6 +34,7 @@ from memstore.store.readonly import (
 )
 from memstore.store.retention import Retention
 from memstore.store.search import SearchHit
+from memstore.store.search_role import SEARCH_ROLE, hand_search_to
 from memstore.store.time_limits import DEFAULT_SEARCH_SECONDS
 from memstore.types import (
     Clock,
@@ -107,6 +108,24 @@ class StoreBase(Listing, Retention, Erasure, KeyedAppends, NodeIds, SessionMetad
         action = f"downgrading the schema to {revision!r}"
         self._writable(action)
         yield from OnEngine(lambda engine: downgrade(engine, revision), action)
+
+    @operation
+    def hand_search_to_role(
+        self, role: str = SEARCH_ROLE, *, run: bool = True
+    ) -> Program[list[str]]:
+        """Hand PostgreSQL's search function to `role`, made if missing with `BYPASSRLS`, so
+        that a search reads the full-text indexes for a login that row-level security binds
+        (docs/tenants.md); returns the SQL, run unless `run` is False (then only printed by
+        `memstore db search-role --print`, for an operator to run). Running it takes a
+        superuser.
+
+        Raises:
+            InvalidArgumentError: SQLite, or `role` is not a plain role name.
+        """
+        action = f"handing the search to the role {role!r}"
+        if run:
+            self._writable(action)
+        return (yield from OnEngine(lambda engine: hand_search_to(engine, role, run=run), action))
 
     @operation
     def append_node(

@@ -8,7 +8,10 @@ write that fills it indexes at once (`plans.SEARCH_BACKLOG`), a store that can w
 before it searches, and a read-only one matches in memory, with FTS5 itself. PostgreSQL stores
 the text in `nodes.search_text` and its tsvector in `nodes.search_vector` (folded in Python as it
 is written, `tables.SearchVector`), under a GIN index, current with every write; the search
-matches and ranks the stored vectors, folding nothing per row.
+matches and ranks the stored vectors, folding nothing per row, in the function
+`memstore_search_matches` (migration 0033), which keeps the tenant's matches before it ranks
+them and, handed to a role that row-level security does not bind (`search_role`), reads the
+index for every login.
 
 A query word holding characters of a script written without spaces (Chinese, Japanese, Thai, ...)
 is searched for inside words instead: `search_chars` makes each such character a word of its
@@ -38,23 +41,28 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import (
+    ARRAY,
+    BigInteger,
     ColumnElement,
+    Float,
+    Integer,
     LargeBinary,
     Select,
-    and_,
+    Text,
+    bindparam,
     case,
     cast,
+    column,
     func,
     literal,
     literal_column,
-    or_,
     select,
     text,
     union_all,
 )
 
 from memstore.errors import InvalidArgumentError, InvalidSessionIdError
-from memstore.store.folding import SQL_FOLD, fold, sql_fold
+from memstore.store.folding import fold, sql_fold
 from memstore.store.plans import NATIVE_AGENT, Plan, agent_of
 from memstore.store.policy import Backend
 from memstore.store.rows import UNSPACED, derived_text, search_chars, storable
@@ -175,55 +183,30 @@ def _sqlite_phrase_matches(
     return statement.add_columns(rank.label("rank"))
 
 
-def _pg_oversized(*, chars: bool) -> ColumnElement[bool]:
-    """Turns whose search text (or with `chars`, either column) is longer than the index holds:
-    each implies the predicate of the partial index that lists such turns."""
-    limit: ColumnElement[Any] = literal_column(str(PG_INDEXED_CHARS))
-    longer = func.length(nodes.c.search_text) > limit
-    return or_(longer, func.length(nodes.c.search_chars) > limit) if chars else longer
-
-
-def _pg_oversized_matches(words: list[str], *, chars: bool) -> Select[Any]:
-    """The turns longer than the index holds (rare: a partial index lists them, and only their
-    text is folded in SQL here) whose search text holds every word (any case,
-    any accents)."""
-    rank = literal(0.0).label("rank")
-    return select(nodes.c.pk, rank).where(_pg_oversized_holding(words, chars=chars))
-
-
-def _pg_oversized_holding(words: list[str], *, chars: bool) -> ColumnElement[bool]:
-    """Whether a turn is longer than the index holds and its search text holds every word."""
-    folded = func.lower(getattr(func, SQL_FOLD)(nodes.c.search_text))
-    holds = [func.strpos(folded, func.lower(literal(sql_fold(word)))) > 0 for word in words]
-    return and_(_pg_oversized(chars=chars), *holds)
-
-
-def _postgres_phrase_matches(
-    words: list[str], unspaced: list[str], session_id: str | None
-) -> Select[Any]:
-    phrases = [func.phraseto_tsquery(TS_CONFIG, fold(search_chars(word))) for word in unspaced]
-    tsquery: ColumnElement[Any] = phrases[0]
-    for phrase in phrases[1:]:
-        tsquery = tsquery.op("&&")(phrase)
-    vector = nodes.c.search_chars_vector  # NULL for turns without such characters
-    rank: ColumnElement[Any] = func.ts_rank(vector, tsquery)
-    indexed = vector.is_not(None) & vector.op("@@")(tsquery)
-    if words:
-        word_query = _pg_words_query(words)
-        word_vector = nodes.c.search_vector
-        indexed = indexed & word_vector.op("@@")(word_query)
-        rank = rank + func.ts_rank(word_vector, word_query)
-    oversized = _pg_oversized_matches(words + unspaced, chars=True).with_only_columns(nodes.c.pk)
-    # The tenant's and session's conditions outside the matches (beside them, the planner may
-    # read the tenant's part of a key instead); a turn only the oversized match finds ranks 0.
-    found = select(nodes.c.pk).where(indexed).union(oversized)
-    ranked = case((indexed, rank), else_=literal(0.0))
-    statement = select(nodes.c.pk, ranked.label("rank")).where(
-        nodes.c.pk.in_(found), of_visible_session(nodes.c.session_id)
+def _postgres_matches(
+    words: list[str], unspaced: list[str], session_id: str | None, limit: int
+) -> Any:
+    """The best `limit` of the tenant's turns matching the query, as (pk, rank) rows of
+    `memstore_search_matches` (migration 0033): the tenant filtered before ranking, and the
+    full-text indexes read even for a login that row-level security binds, once an operator
+    has handed the function to a role that the policies do not bind."""
+    chars: ColumnElement[Any] = literal_column("NULL::tsquery")
+    if unspaced:
+        phrases = [func.phraseto_tsquery(TS_CONFIG, fold(search_chars(word))) for word in unspaced]
+        chars = phrases[0]
+        for phrase in phrases[1:]:
+            chars = chars.op("&&")(phrase)
+    word_query = _pg_words_query(words) if words else literal_column("NULL::tsquery")
+    folded = [sql_fold(word) for word in words + unspaced]
+    oversized = bindparam("oversized", folded, type_=ARRAY(Text))
+    found = func.memstore_search_matches(
+        word_query,
+        chars,
+        oversized,
+        literal(session_id, Text),
+        literal(limit, Integer),
     )
-    if session_id is not None:
-        statement = statement.where(nodes.c.session_id == session_id)
-    return statement
+    return found.table_valued(column("pk", BigInteger), column("rank", Float)).alias("best")
 
 
 def _phrase_search(
@@ -237,24 +220,21 @@ def _phrase_search(
     """The best matches of a query with unspaced words, with their search text (the snippet is
     made in Python: the indexes hold single characters, not the text around them)."""
     if not backend.writes_text_index:  # PostgreSQL's stored search vectors
-        matches = _postgres_phrase_matches(words, unspaced, session_id)
-    else:
-        found = [_sqlite_phrase_matches(words, unspaced)]
-        if words and backlog:  # the backlog's turns are not in `nodes_fts`: match them here
-            ranks = _matches_in_memory(backlog, fts5_query(" ".join(words)))
-            found.append(_sqlite_phrase_matches(words, unspaced, ranks))
-        for index, statement in enumerate(found):
-            if session_id is not None:
-                statement = statement.where(nodes.c.session_id == session_id)
-            found[index] = statement.where(of_visible_session(nodes.c.session_id))
-        matches = found[0] if len(found) == 1 else union_all(*found).subquery().select()
+        return _postgres_hits(words, unspaced, session_id, limit, nodes.c.search_text)
+    found = [_sqlite_phrase_matches(words, unspaced)]
+    if words and backlog:  # the backlog's turns are not in `nodes_fts`: match them here
+        ranks = _matches_in_memory(backlog, fts5_query(" ".join(words)))
+        found.append(_sqlite_phrase_matches(words, unspaced, ranks))
+    for index, statement in enumerate(found):
+        if session_id is not None:
+            statement = statement.where(nodes.c.session_id == session_id)
+        found[index] = statement.where(of_visible_session(nodes.c.session_id))
+    matches = found[0] if len(found) == 1 else union_all(*found).subquery().select()
     best = matches.order_by(text("rank DESC"), text("pk")).limit(limit).subquery()
     hits = select(*_HIT_COLUMNS, best.c.rank).join_from(nodes, best, nodes.c.pk == best.c.pk)
-    if not backend.derives_search_text:
-        hits = hits.add_columns(nodes.c.search_text)
-    else:  # SQLite derives it from the turn (migration 0016)
-        hits = hits.join(node_search, node_search.c.pk == nodes.c.pk)
-        hits = hits.add_columns(cast(node_search.c.search_text, LargeBinary).label("search_text"))
+    # SQLite derives the search text from the turn (migration 0016)
+    hits = hits.join(node_search, node_search.c.pk == nodes.c.pk)
+    hits = hits.add_columns(cast(node_search.c.search_text, LargeBinary).label("search_text"))
     return hits.order_by(best.c.rank.desc(), nodes.c.pk)
 
 
@@ -287,24 +267,18 @@ def _sqlite_search(query: str) -> Select[Any]:
     )
 
 
-def _postgres_search(words: list[str], session_id: str | None, limit: int) -> Select[Any]:
-    """The best matches of a query of spaced words, with (the indexed part of) their search
-    text, for the snippet made in Python."""
-    tsquery = _pg_words_query(words)
-    vector = nodes.c.search_vector
-    # One scan of the two indexes (a BitmapOr), so the planner reads only the turns they list;
-    # MATERIALIZED, so that it cannot read the tenant's part of a key instead.
-    found = or_(vector.op("@@")(tsquery), _pg_oversized_holding(words, chars=False))
-    rank = func.ts_rank(vector, tsquery).label("rank")
-    columns = (nodes.c.pk, nodes.c.tenant, nodes.c.session_id, rank)
-    matched = select(*columns).where(found).cte("matched").prefix_with("MATERIALIZED")
-    matches = select(matched.c.pk, matched.c.rank).where(of_visible_session(matched.c.session_id))
-    if session_id is not None:
-        matches = matches.where(matched.c.session_id == session_id)
-    best = matches.order_by(text("rank DESC"), matched.c.pk).limit(limit).subquery()
-    shown = func.left(nodes.c.search_text, literal_column(str(PG_INDEXED_CHARS)))
+def _postgres_hits(
+    words: list[str],
+    unspaced: list[str],
+    session_id: str | None,
+    limit: int,
+    shown: ColumnElement[Any],
+) -> Select[Any]:
+    """The best matches of a query on PostgreSQL, with the search text `shown` (all of it, or
+    the part the index holds) for the snippet made in Python."""
+    best = _postgres_matches(words, unspaced, session_id, limit)
     hits = select(*_HIT_COLUMNS, best.c.rank, shown.label("search_text"))
-    hits = hits.join_from(nodes, best, nodes.c.pk == best.c.pk)
+    hits = hits.join_from(nodes, best, nodes.c.pk == best.c.pk).where(of_tenant(nodes))
     return hits.order_by(best.c.rank.desc(), nodes.c.pk)
 
 
@@ -349,7 +323,8 @@ def _search(
         if unspaced:
             rows = yield _phrase_search(backend, words, unspaced, session_id, limit, backlog)
         else:
-            rows = yield _postgres_search(words, session_id, limit)
+            shown = func.left(nodes.c.search_text, literal_column(str(PG_INDEXED_CHARS)))
+            rows = yield _postgres_hits(words, [], session_id, limit, shown)
         terms = words + unspaced
         found = [
             SearchHit(
