@@ -34,7 +34,7 @@ from memstore.store.readonly import (
 )
 from memstore.store.retention import Retention
 from memstore.store.search import SearchHit
-from memstore.store.search_role import SEARCH_ROLE, hand_search_to
+from memstore.store.search_role import SearchRole
 from memstore.store.time_limits import DEFAULT_SEARCH_SECONDS
 from memstore.types import (
     Clock,
@@ -54,12 +54,11 @@ def _revision(engine: Engine) -> str | None:
         return current_revision(connection)
 
 
-class StoreBase(Listing, Retention, Erasure, KeyedAppends, NodeIds, SessionMetadata):
+class StoreBase(Listing, Retention, Erasure, KeyedAppends, NodeIds, SessionMetadata, SearchRole):
     """Every store operation (the session DAGs here, files in and out in `Exchange`, listings
     and totals in `Listing`, expiry and pruning in `Retention`, erasure and its receipts in
-    `Erasure`, keyed appends in `KeyedAppends`,
-    short node ids in `NodeIds`, sessions' metadata read and merged in `SessionMetadata`),
-    without I/O; see the module."""
+    `Erasure`, keyed appends in `KeyedAppends`, short node ids in `NodeIds`, sessions' metadata
+    in `SessionMetadata`, PostgreSQL's search role in `SearchRole`), without I/O; see the module."""
 
     @operation
     def clean_abandoned_imports(self, *, force: Collection[str] = ()) -> Program[list[str]]:
@@ -108,24 +107,6 @@ class StoreBase(Listing, Retention, Erasure, KeyedAppends, NodeIds, SessionMetad
         action = f"downgrading the schema to {revision!r}"
         self._writable(action)
         yield from OnEngine(lambda engine: downgrade(engine, revision), action)
-
-    @operation
-    def hand_search_to_role(
-        self, role: str = SEARCH_ROLE, *, run: bool = True
-    ) -> Program[list[str]]:
-        """Hand PostgreSQL's search function to `role`, made if missing with `BYPASSRLS`, so
-        that a search reads the full-text indexes for a login that row-level security binds
-        (docs/tenants.md); returns the SQL, run unless `run` is False (then only printed by
-        `memstore db search-role --print`, for an operator to run). Running it takes a
-        superuser.
-
-        Raises:
-            InvalidArgumentError: SQLite, or `role` is not a plain role name.
-        """
-        action = f"handing the search to the role {role!r}"
-        if run:
-            self._writable(action)
-        return (yield from OnEngine(lambda engine: hand_search_to(engine, role, run=run), action))
 
     @operation
     def append_node(

@@ -15,9 +15,12 @@ import re
 from sqlalchemy import Engine, text
 
 from memstore.errors import InvalidArgumentError
+from memstore.store.core import StoreCore
+from memstore.store.operation import OnEngine, Program, operation
+from memstore.store.policy import backend_of
 from memstore.store.revision_scripts import revision_module
 
-__all__ = ["SEARCH_ROLE", "hand_search_to", "search_role_statements"]
+__all__ = ["SEARCH_ROLE", "SearchRole", "hand_search_to", "search_role_statements"]
 
 SEARCH_ROLE = "memstore_search"
 """The role the search function is handed to by default (and by migration 0033, when it exists
@@ -53,7 +56,7 @@ def hand_search_to(engine: Engine, role: str, *, run: bool) -> list[str]:
     Raises:
         InvalidArgumentError: the database is not PostgreSQL, or `role` is not a role's name.
     """
-    if engine.dialect.name != "postgresql":
+    if backend_of(engine.dialect.name).one_file:
         raise InvalidArgumentError(
             "a search role is for PostgreSQL's row-level security; SQLite has none, and its "
             "search reads its index for every tenant already"
@@ -65,3 +68,25 @@ def hand_search_to(engine: Engine, role: str, *, run: bool) -> list[str]:
             for statement in statements:
                 connection.exec_driver_sql(statement)
     return statements
+
+
+class SearchRole(StoreCore):
+    """Handing PostgreSQL's search to its role, as an operation of both stores."""
+
+    @operation
+    def hand_search_to_role(
+        self, role: str = SEARCH_ROLE, *, run: bool = True
+    ) -> Program[list[str]]:
+        """Hand PostgreSQL's search function to `role`, made if missing with `BYPASSRLS`, so
+        that a search reads the full-text indexes for a login that row-level security binds
+        (docs/tenants.md); returns the SQL, run unless `run` is False (then only printed by
+        `memstore db search-role --print`, for an operator to run). Running it takes a
+        superuser.
+
+        Raises:
+            InvalidArgumentError: SQLite, or `role` is not a plain role name.
+        """
+        action = f"handing the search to the role {role!r}"
+        if run:
+            self._writable(action)
+        return (yield from OnEngine(lambda engine: hand_search_to(engine, role, run=run), action))
