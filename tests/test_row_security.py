@@ -23,6 +23,7 @@ from memstore.store import create_store_engine
 from memstore.store.aio import create_async_store_engine
 
 from .conftest import LEGACY, postgres_server_url
+from .test_standalone import CALL, WARM, RoundTrips
 
 ACME, GLOBEX = "acme", "globex"
 
@@ -419,3 +420,47 @@ def test_a_store_of_another_tenant_over_a_bound_login_is_refused_when_it_opens(
         acme.append("s1", turn("assistant", "bound and writing"))
         assert acme.list_sessions() == ["s1"]
         assert len(acme.load_path("s1")) == 2
+
+
+def _added(before: list[tuple[Any, ...]], after: list[tuple[Any, ...]]) -> dict[Any, int]:
+    """Rows added per (table, tenant) between two `_counts`."""
+    counted = {(table, tenant): count for table, tenant, count in before}
+    return {
+        (table, tenant): count - counted.get((table, tenant), 0)
+        for table, tenant, count in after
+        if count != counted.get((table, tenant), 0)
+    }
+
+
+def test_an_append_alone_over_an_engine_handed_in_writes_its_tenants_rows_only(
+    logins: Logins,
+) -> None:
+    """One round trip (no transaction to set the tenant in: the call sets it, migration 0033),
+    held by the policies to the store's tenant, leaving no tenant on the pooled connection."""
+    fill(logins.app)
+    engine = create_store_engine(logins.app, pool_size=1, max_overflow=0)  # one connection
+    acme, globex = SessionStore(engine, tenant=ACME), SessionStore(engine, tenant=GLOBEX)
+    trips = RoundTrips(engine)
+    try:
+        for _ in range(WARM):
+            globex.append("gx", turn("user", "warm"))
+        before = _counts(logins)
+        trips.take()
+        acme.append("s1", turn("user", "acme alone"))
+        assert trips.take() == [CALL]
+        globex.append("s1", turn("user", "globex alone"))
+        assert trips.take() == [CALL]
+        assert _added(before, _counts(logins)) == {
+            (table, tenant): 1
+            for table in ("nodes", "node_blocks", "records")
+            for tenant in (ACME, GLOBEX)
+        }
+        assert [t.blocks[0].text for t in acme.load_path("s1")] == [  # type: ignore[union-attr]
+            "hello shared words",
+            "acme alone",
+        ]
+        with engine.connect() as connection:  # the application's own query: no tenant
+            assert connection.exec_driver_sql("SELECT count(*) FROM nodes").scalar() == 0
+    finally:
+        trips.close()
+        engine.dispose()
