@@ -1,5 +1,5 @@
 """PostgreSQL appends in one round trip, through the function `memstore_append` (migration 0025;
-0028 gives it the store's tenant).
+0028 gives it the store's tenant, 0033 makes it a transaction of its own).
 
 An append's statements (lock the session, compare the head, look up the parent and the stored
 nodes, insert the nodes, their blocks and the records, move the head) were one round trip each
@@ -7,7 +7,10 @@ to the server; the function runs them all there. The plan yields one call with e
 rows need, derived in Python as before (`rows.stored_rows`: the single source of the columns);
 the ids of a chain hung from the head are hashed by the function, since only it knows the head.
 What the function answers other than 'ok' is mapped to memstore's errors here (`refuse`), after
-it wrote nothing. SQLite keeps its statements: they run in-process, no round trips to save.
+it wrote nothing (since migration 0033 the function undoes a refused call's writes itself). A
+call the plan writes nothing else with is yielded `alone`: with no transaction open, the driver
+runs it as one of its own, one round trip instead of BEGIN, the call and COMMIT (`standalone`).
+SQLite keeps its statements: they run in-process, no round trips to save.
 
 A turn too big to send as one parameter (`fits`) takes the statements, as before.
 """
