@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from google.adk.errors import StaleSessionError
 from google.adk.errors.already_exists_error import AlreadyExistsError
+from google.adk.errors.session_not_found_error import SessionNotFoundError
 from google.adk.events.event import Event
 from google.adk.events.event_actions import EventActions
 from google.adk.sessions.base_session_service import GetSessionConfig
@@ -597,3 +598,35 @@ async def test_events_of_one_timestamp_read_back_in_append_order(session_service
         config=GetSessionConfig(num_recent_events=2),
     )
     assert [event.id for event in recent.events] == ["event-a", "event-m"]
+
+
+# Two behaviours the registry notes its Redis service lacks, with no contract test of ADK's yet
+
+
+@pytest.mark.asyncio
+async def test_listing_for_an_empty_user_id_lists_only_that_users_sessions(
+    session_service: Any,
+) -> None:
+    """ADK: none; _conformance.py notes that its Redis service lists every user's sessions for
+    an empty user id (a truthiness check), which no contract test catches yet."""
+    await new_session(session_service, "ana", session_id="a1")
+    await new_session(session_service, "", session_id="anonymous")
+
+    listed = await session_service.list_sessions(app_name=APP, user_id="")
+
+    assert [(session.user_id, session.id) for session in listed.sessions] == [("", "anonymous")]
+
+
+@pytest.mark.asyncio
+async def test_appending_to_a_session_never_stored_raises_not_found(session_service: Any) -> None:
+    """ADK: none; _conformance.py notes that its Redis service creates a session it never stored
+    when an event is appended to it, instead of raising."""
+    never_stored = Session(id="ghost", app_name=APP, user_id="ana")
+
+    with pytest.raises(SessionNotFoundError):
+        await session_service.append_event(never_stored, Event(invocation_id="inv", author="user"))
+
+    assert (
+        await session_service.get_session(app_name=APP, user_id="ana", session_id="ghost") is None
+    )
+    assert (await session_service.list_sessions(app_name=APP, user_id="ana")).sessions == []
