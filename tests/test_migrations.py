@@ -604,7 +604,7 @@ def test_0029_full_text_indexes_take_words_without_pending_lists(postgres_url: s
         off = {index: ["fastupdate=off"] for index in FULL_TEXT_INDEXES}
         assert _index_options(postgres_url) == off
         store.append("s", {"role": "user", "blocks": [{"kind": "text", "text": "quokka 東京 too"}]})
-        assert _rows(postgres_url, QUOKKAS) == [(2,)]  # (the store's search is 0033's function)
+        assert _rows(postgres_url, QUOKKAS) == [(2,)]  # (the store's search is 0034's function)
         store.downgrade_schema("0028")
         assert _index_options(postgres_url) == dict.fromkeys(FULL_TEXT_INDEXES)
         assert _rows(postgres_url, QUOKKAS) == [(2,)]

@@ -27,6 +27,7 @@ from memstore.store.aio import create_async_store_engine
 from memstore.store.migrate import HEAD_REVISION
 
 from .conftest import LEGACY, postgres_server_url
+from .test_standalone import CALL, WARM, RoundTrips
 
 ACME, GLOBEX = "acme", "globex"
 
@@ -248,7 +249,7 @@ def test_plans_that_forgot_the_tenant_filter_still_get_nothing_of_another_tenant
     fill(logins.app)
     # As a superuser no policy binds, so the forgetful plans show globex's rows: the double
     # does remove the filters. (Not the search's: the search function keeps its tenant in the
-    # database, migration 0033.)
+    # database, migration 0034.)
     with _forgetful(SessionStore(logins.superuser, tenant=ACME)) as leaky:
         assert "gx" in leaky.list_sessions()
         assert leaky.search("zebra") == []
@@ -554,7 +555,7 @@ OWNER = (
 
 
 def test_the_migration_hands_the_search_to_the_role_an_operator_prepared(logins: Logins) -> None:
-    """Migration 0033 hands the search function to `memstore_search` when that role exists,
+    """Migration 0034 hands the search function to `memstore_search` when that role exists,
     has BYPASSRLS and may use the schema, and the migrating login may give it (a superuser
     here); a downgrade by a login that may not drop it is refused, naming the role."""
     with SessionStore(logins.app, auto_migrate=False) as app:
@@ -610,3 +611,47 @@ def test_the_search_role_command_prints_the_operators_sql_and_refuses_sqlite(
     result = CliRunner().invoke(app, ["--db", sqlite, "db", "search-role"])
     assert result.exit_code == 2
     assert "SQLite has none" in result.stderr
+
+
+def _added(before: list[tuple[Any, ...]], after: list[tuple[Any, ...]]) -> dict[Any, int]:
+    """Rows added per (table, tenant) between two `_counts`."""
+    counted = {(table, tenant): count for table, tenant, count in before}
+    return {
+        (table, tenant): count - counted.get((table, tenant), 0)
+        for table, tenant, count in after
+        if count != counted.get((table, tenant), 0)
+    }
+
+
+def test_an_append_alone_over_an_engine_handed_in_writes_its_tenants_rows_only(
+    logins: Logins,
+) -> None:
+    """One round trip (no transaction to set the tenant in: the call sets it, migration 0033),
+    held by the policies to the store's tenant, leaving no tenant on the pooled connection."""
+    fill(logins.app)
+    engine = create_store_engine(logins.app, pool_size=1, max_overflow=0)  # one connection
+    acme, globex = SessionStore(engine, tenant=ACME), SessionStore(engine, tenant=GLOBEX)
+    trips = RoundTrips(engine)
+    try:
+        for _ in range(WARM):
+            globex.append("gx", turn("user", "warm"))
+        before = _counts(logins)
+        trips.take()
+        acme.append("s1", turn("user", "acme alone"))
+        assert trips.take() == [CALL]
+        globex.append("s1", turn("user", "globex alone"))
+        assert trips.take() == [CALL]
+        assert _added(before, _counts(logins)) == {
+            (table, tenant): 1
+            for table in ("nodes", "node_blocks", "records")
+            for tenant in (ACME, GLOBEX)
+        }
+        assert [t.blocks[0].text for t in acme.load_path("s1")] == [  # type: ignore[union-attr]
+            "hello shared words",
+            "acme alone",
+        ]
+        with engine.connect() as connection:  # the application's own query: no tenant
+            assert connection.exec_driver_sql("SELECT count(*) FROM nodes").scalar() == 0
+    finally:
+        trips.close()
+        engine.dispose()

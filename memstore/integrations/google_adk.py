@@ -163,8 +163,9 @@ class MemstoreSessionService(BaseSessionService):
         session_id: str | None = None,
     ) -> Session:
         """A new session with `state` (its `app:` and `user:` keys go to the app's and the
-        user's state, `temp:` keys nowhere). Raises AlreadyExistsError for a taken id."""
-        ids = _Ids(app_name, user_id, session_id if session_id is not None else str(uuid.uuid4()))
+        user's state, `temp:` keys nowhere), under `session_id` trimmed of surrounding whitespace
+        (a generated id when it is blank or None). Raises AlreadyExistsError for a taken id."""
+        ids = _Ids(app_name, user_id, _trimmed(session_id) or str(uuid.uuid4()))
         deltas = extract_json_safe_state_delta(state or {})
         now = time.time()
         merges: dict[str, dict[str, Any]] = {
@@ -191,7 +192,7 @@ class MemstoreSessionService(BaseSessionService):
     ) -> Session | None:
         """The session with its merged state and its events (all, or as `config` limits them:
         the newest `num_recent_events`, those at or after `after_timestamp`); None if missing."""
-        ids = _Ids(app_name, user_id, session_id)
+        ids = _Ids(app_name, user_id, _trimmed(session_id))
         config = config or GetSessionConfig()
         recent, after = config.num_recent_events, config.after_timestamp
         found = await _history.arun(
@@ -212,7 +213,7 @@ class MemstoreSessionService(BaseSessionService):
 
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
         """Delete a session and its events (the app's and the user's state stay)."""
-        ids = _Ids(app_name, user_id, session_id)
+        ids = _Ids(app_name, user_id, _trimmed(session_id))
         await _history.arun(self.store, _write(_call("delete_session", ids.session)))
 
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
@@ -246,6 +247,12 @@ class MemstoreSessionService(BaseSessionService):
         session._storage_update_marker = nodes[-1].id
         session.last_update_time = event.timestamp
         return self._commit_event_to_session(session, event)
+
+
+def _trimmed(session_id: str | None) -> str:
+    """A session id without surrounding whitespace, as ADK's in-memory and SQLite services take
+    it on create, read and delete (a blank one, like none, gets a generated id on create)."""
+    return session_id.strip() if session_id else ""
 
 
 def _call(name: str, *args: Any, **kwargs: Any) -> Call:
@@ -294,9 +301,9 @@ def _append(
     return nodes
 
 
-_STALE = (
-    "The session was changed in storage since this session object was read (another writer "
-    "appended to it); reload it with get_session and retry."
+_STALE = (  # "modified in storage", as ADK's own services say it (callers may match on it)
+    "The session has been modified in storage since this session object was read (another "
+    "writer appended to it); reload it with get_session and retry."
 )
 
 

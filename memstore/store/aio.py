@@ -41,6 +41,7 @@ from memstore.store.plans import Boundary, Plan, Step, as_call
 from memstore.store.policy import backend_of
 from memstore.store.prepared import Prepared, PreparedRows, as_sqlalchemy_errors
 from memstore.store.row_security import TENANT, copy_allowed, tenant_of_connections
+from memstore.store.standalone import is_alone, run_alone_async
 from memstore.store.sync import drive as sync_drive
 from memstore.store.sync import run as sync_run
 from memstore.store.tenancy import scoped
@@ -123,7 +124,9 @@ async def execute(connection: AsyncConnection, step: Step, driver: Any = None) -
 
 
 async def drive(plan: Plan[T], connection: AsyncConnection) -> T:
-    """Run a plan's statements on `connection`, feeding each result back to the plan."""
+    """Run a plan's statements on `connection`, feeding each result back to the plan; a
+    transaction begins before the first statement that needs one (as the sync store's `drive`:
+    one open is joined, a statement `alone` with none open runs outside one)."""
     driver = None
     if backend_of(connection.dialect.name).async_prepared_on_driver:  # skip SQLAlchemy
         driver = (await connection.get_raw_connection()).driver_connection
@@ -131,7 +134,13 @@ async def drive(plan: Plan[T], connection: AsyncConnection) -> T:
         step = next(plan)
         while True:
             try:
-                result = await execute(connection, step, driver)
+                if connection.in_transaction():
+                    result = await execute(connection, step, driver)
+                elif driver is not None and is_alone(step):
+                    result = await run_alone_async(connection, driver, *step)
+                else:
+                    await connection.begin()
+                    result = await execute(connection, step, driver)
             except BaseException as error:  # as the sync store's `drive`
                 step = plan.throw(error)
             else:
@@ -256,6 +265,13 @@ class AsyncSessionStore(Opening[AsyncEngine], StoreBase, Asynchronous):
         """A connection inside one transaction; writing ones take SQLite's write lock at once."""
         if write:
             self._writable("a writing transaction")
+        async with self._connection(write=write) as connection, connection.begin():
+            yield connection
+
+    @asynccontextmanager
+    async def _connection(self, *, write: bool) -> AsyncIterator[AsyncConnection]:
+        """A connection of the store's, with its options (tenant, writing), no transaction
+        begun; what is left uncommitted when it closes is rolled back."""
         if not self._opened:
             await self.open()
         async with self.engine.connect() as connection:
@@ -263,8 +279,7 @@ class AsyncSessionStore(Opening[AsyncEngine], StoreBase, Asynchronous):
             if write:
                 options[WRITE] = True
             await connection.execution_options(**options)
-            async with connection.begin():
-                yield connection
+            yield connection
 
     def _sync(self) -> Engine:
         """A sync engine on the same database (made once)."""
@@ -311,10 +326,14 @@ class AsyncSessionStore(Opening[AsyncEngine], StoreBase, Asynchronous):
                 self._on_loop = LoopConnection(self._sync())
             return await self._on_loop.run(plan, write=write, action=action)
         with translate_database_errors(action):
-            async with self.transaction(write=write) as connection:
-                if request.files:
+            if request.files:
+                async with self.transaction(write=write) as connection:
                     return await connection.run_sync(lambda sync: sync_drive(plan, sync))
-                return await drive(plan, connection)
+            async with self._connection(write=write) as connection:
+                result = await drive(plan, connection)  # begins a transaction if one is needed
+                if connection.in_transaction():
+                    await connection.commit()
+                return result
 
     async def session(self, session_id: str) -> AsyncSessionHandle:
         """A light handle on one session: it reads the head (one query), not the graph."""

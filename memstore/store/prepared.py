@@ -133,13 +133,21 @@ class Prepared:
     """A statement compiled once per dialect, to run without SQLAlchemy's per-call work."""
 
     def __init__(
-        self, statement: Executable, columns: Sequence[str] | None = None, *, streamed: bool = False
+        self,
+        statement: Executable,
+        columns: Sequence[str] | None = None,
+        *,
+        streamed: bool = False,
+        alone: bool = False,
     ) -> None:
         """`columns`: for an INSERT without values, the columns every row gives. `streamed`: a
-        query whose rows come as an iterator, a batch at a time (on sync connections only)."""
+        query whose rows come as an iterator, a batch at a time (on sync connections only).
+        `alone`: a statement that is all or nothing by itself, which the plan needs no
+        transaction around: run outside one when none is open (see `standalone`)."""
         self.statement = statement
         self.columns = list(columns) if columns is not None else None
         self.streamed = streamed
+        self.alone = alone
         self.table: Table | None = None  # an INSERT's table: its columns are per dialect
         self._compiled: dict[tuple[str, str], Compiled] = {}
 

@@ -9,7 +9,7 @@ before it searches, and a read-only one matches in memory, with FTS5 itself. Pos
 the text in `nodes.search_text` and its tsvector in `nodes.search_vector` (folded in Python as it
 is written, `tables.SearchVector`), under a GIN index, current with every write; the search
 matches and ranks the stored vectors, folding nothing per row, in the function
-`memstore_search_matches` (migration 0033), which keeps the tenant's matches before it ranks
+`memstore_search_matches` (migration 0034), which keeps the tenant's matches before it ranks
 them and, handed to a role that row-level security does not bind (`search_role`), reads the
 index for every login.
 
@@ -187,7 +187,7 @@ def _postgres_matches(
     words: list[str], unspaced: list[str], session_id: str | None, limit: int
 ) -> Any:
     """The best `limit` of the tenant's turns matching the query, as (pk, rank) rows of
-    `memstore_search_matches` (migration 0033): the tenant filtered before ranking, and the
+    `memstore_search_matches` (migration 0034): the tenant filtered before ranking, and the
     full-text indexes read even for a login that row-level security binds, once an operator
     has handed the function to a role that the policies do not bind."""
     chars: ColumnElement[Any] = literal_column("NULL::tsquery")

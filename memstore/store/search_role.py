@@ -1,5 +1,5 @@
 """The role PostgreSQL's search runs as, so that it reads the full-text indexes for a login that
-row-level security binds (migration 0033, docs/tenants.md).
+row-level security binds (migration 0034, docs/tenants.md).
 
 `memstore_search_matches` runs as its caller until it is handed to a role with `BYPASSRLS`:
 then it runs as that role, which no policy binds, and keeps the calling session's tenant
@@ -23,7 +23,7 @@ from memstore.store.revision_scripts import revision_module
 __all__ = ["SEARCH_ROLE", "SearchRole", "hand_search_to", "search_role_statements"]
 
 SEARCH_ROLE = "memstore_search"
-"""The role the search function is handed to by default (and by migration 0033, when it exists
+"""The role the search function is handed to by default (and by migration 0034, when it exists
 and may read the schema)."""
 _ROLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_$]{0,62}")
 
@@ -45,7 +45,7 @@ def search_role_statements(role: str, schema: str) -> list[str]:
         f'CREATE ROLE "{role}" NOLOGIN NOSUPERUSER BYPASSRLS; END IF; END $$'
     )
     attributes = f'ALTER ROLE "{role}" BYPASSRLS'  # one made before, without it
-    hand_over: list[str] = revision_module("0033").hand_over(role, schema)
+    hand_over: list[str] = revision_module("0034").hand_over(role, schema)
     return [make, attributes, *hand_over]
 
 

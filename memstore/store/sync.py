@@ -27,6 +27,7 @@ from memstore.store.plans import COMMIT, Boundary, Plan, Step, as_call
 from memstore.store.policy import backend_of
 from memstore.store.prepared import Prepared, as_sqlalchemy_errors, stream_rows
 from memstore.store.row_security import TENANT, copy_allowed
+from memstore.store.standalone import is_alone, run_alone
 from memstore.store.tenancy import scoped
 from memstore.store.time_limits import PROGRESS_STEPS, SqliteTimeLimit
 
@@ -69,9 +70,11 @@ def _cursor(connection: Connection) -> Any:
 
 def drive(plan: Plan[T], connection: Connection) -> T:
     """Run a plan's statements on `connection`, feeding each result back to the plan (or the
-    error it raised: the plan may clean up, then re-raise). After a `Boundary` step the next
-    statement begins a new transaction, LOCK_GAP_SECONDS later at the earliest: SQLite's other
-    writers, which retry every 100 ms while they wait, take the write lock in between."""
+    error it raised: the plan may clean up, then re-raise). A transaction begins before the
+    first statement that needs one (one already open is joined; a statement `alone` with none
+    open runs outside one: `standalone`). After a `Boundary` step the next transaction begins
+    LOCK_GAP_SECONDS later at the earliest: SQLite's other writers, which retry every 100 ms
+    while they wait, take the write lock in between."""
     released: float | None = None  # when a boundary ended the last transaction
     result: Any
     try:
@@ -82,11 +85,15 @@ def drive(plan: Plan[T], connection: Connection) -> T:
                     (connection.commit if step is COMMIT else connection.rollback)()
                     writer_turns.release(connection.connection.info)  # others' turn
                     released, result = time.monotonic(), None
+                elif connection.in_transaction():
+                    result = execute(connection, step)
+                elif is_alone(step):
+                    result = run_alone(connection, _cursor(connection), *step)
                 else:
                     if released is not None:
                         time.sleep(max(0.0, released + LOCK_GAP_SECONDS - time.monotonic()))
-                        connection.begin()
                         released = None
+                    connection.begin()
                     result = execute(connection, step)
             except BaseException as error:  # Ctrl-C too: the plan's cleanup runs
                 step = plan.throw(error)
@@ -116,12 +123,11 @@ def transaction(engine: Engine, *, write: bool, tenant: str | None = None) -> It
 
 
 def run(engine: Engine, plan: Plan[T], *, write: bool, action: str, tenant: str | None = None) -> T:
-    """Run a plan in a transaction (or several: see `drive`) that sees `tenant`'s rows on
-    PostgreSQL, with database errors translated (naming `action`); what is left uncommitted when
-    it fails is rolled back."""
+    """Run a plan in a transaction (or several, or none for a statement alone: see `drive`)
+    that sees `tenant`'s rows on PostgreSQL, with database errors translated (naming `action`);
+    what is left uncommitted when it fails is rolled back."""
     with translate_database_errors(action), engine.connect() as connection:
         connection.execution_options(**_options(write, tenant))
-        connection.begin()
         result = drive(plan, connection)
         connection.commit()
         return result

@@ -19,7 +19,8 @@
 # `session_service` fixture (tests/frameworks/conftest.py: SessionStore and AsyncSessionStore,
 # SQLite and PostgreSQL). Two tests are expected to fail, for the reason given in EXCLUDED
 # (tests/frameworks/conftest.py). Annotated for mypy and formatted by ruff. The newer contracts
-# of ADK 2.x's suite are held by memstore's own tests in tests/test_google_adk.py.
+# of ADK 2.x's suite are held by memstore's own tests in tests/frameworks/test_adk_contract.py
+# and tests/test_google_adk.py.
 """Google ADK's own session service tests, run against memstore's MemstoreSessionService."""
 
 from typing import Any

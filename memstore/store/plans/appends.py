@@ -208,7 +208,9 @@ def append_node(
     now = now_ms()
     usages = [usage] if usage else []
     if backend.appends_in_one_call and one_call.fits([node.turn]):
-        answer = yield from one_call.store_chain(session_id, (node,), now, usages, expected_head)
+        answer = yield from one_call.store_chain(
+            session_id, (node,), now, usages, expected_head, alone=not usages
+        )
         one_call.refuse(session_id, answer.row, expected_head, "an append")
         if usages:
             yield from store_usage(backend, session_id, [node.id], usages)
@@ -263,11 +265,15 @@ def _append_turns(
     stamp = now if created_at is None else created_at
     if backend.appends_in_one_call and one_call.fits(turns):  # PostgreSQL: see `one_call`
         if isinstance(parent, Unset) and isinstance(expected_head, Unset):
-            chain = yield from one_call.store_from_head(session_id, turns, stamp, now, usages)
+            chain = yield from one_call.store_from_head(
+                session_id, turns, stamp, now, usages, alone=not usages
+            )
         else:
             base = expected_head if isinstance(parent, Unset) else parent
             chain = chain_nodes(None if isinstance(base, Unset) else base, turns, stamp)
-            answer = yield from one_call.store_chain(session_id, chain, now, usages, expected_head)
+            answer = yield from one_call.store_chain(
+                session_id, chain, now, usages, expected_head, alone=not usages
+            )
             if answer.outcome == "moved":
                 if created_at is not None and (yield from _holds_chain(backend, session_id, chain)):
                     return chain

@@ -3,9 +3,10 @@
 An operation is a *plan*: a generator that yields SQLAlchemy statements (or `Prepared` ones, the
 hot paths' statements compiled once) and receives each one's (buffered) result. `SessionStore`
 drives plans on a `Connection`, `AsyncSessionStore` on an `AsyncConnection`, each inside one
-transaction; a plan that raises rolls the transaction back. An error a statement raises is thrown
-into the plan, which may clean up before it re-raises; a plan may also end its transaction
-part-way (`COMMIT`, `ROLLBACK`: SQLite's chunked imports).
+transaction, begun before the first statement that needs one (a `Prepared` statement `alone`
+needs none: see `standalone`); a plan that raises rolls the transaction back. An error a
+statement raises is thrown into the plan, which may clean up before it re-raises; a plan may
+also end its transaction part-way (`COMMIT`, `ROLLBACK`: SQLite's chunked imports).
 """
 
 from __future__ import annotations

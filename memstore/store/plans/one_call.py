@@ -1,5 +1,5 @@
 """PostgreSQL appends in one round trip, through the function `memstore_append` (migration 0025;
-0028 gives it the store's tenant).
+0028 gives it the store's tenant, 0033 makes it a transaction of its own).
 
 An append's statements (lock the session, compare the head, look up the parent and the stored
 nodes, insert the nodes, their blocks and the records, move the head) were one round trip each
@@ -7,7 +7,10 @@ to the server; the function runs them all there. The plan yields one call with e
 rows need, derived in Python as before (`rows.stored_rows`: the single source of the columns);
 the ids of a chain hung from the head are hashed by the function, since only it knows the head.
 What the function answers other than 'ok' is mapped to memstore's errors here (`refuse`), after
-it wrote nothing. SQLite keeps its statements: they run in-process, no round trips to save.
+it wrote nothing (since migration 0033 the function undoes a refused call's writes itself). A
+call the plan writes nothing else with is yielded `alone`: with no transaction open, the driver
+runs it as one of its own, one round trip instead of BEGIN, the call and COMMIT (`standalone`).
+SQLite keeps its statements: they run in-process, no round trips to save.
 
 A turn too big to send as one parameter (`fits`) takes the statements, as before.
 """
@@ -36,14 +39,17 @@ __all__ = ["Answer", "chain_nodes", "fits", "refuse", "store_chain", "store_from
 
 SENT_CHARS = 1 << 20
 """Characters of turn JSON one call sends at most; a bigger append takes the statements."""
-_APPEND = Prepared(
-    text(
-        "SELECT outcome, head, importing, ids, detail FROM memstore_append("
-        f":{TENANT_KEY}, :session_id, :now, "
-        ":check, :expected, CAST(:ids AS text[]), :parent, CAST(:nodes AS jsonb), "
-        "CAST(:blocks AS jsonb), CAST(:usage AS text[]))"
-    )
+_CALL = text(
+    "SELECT outcome, head, importing, ids, detail FROM memstore_append("
+    f":{TENANT_KEY}, :session_id, :now, "
+    ":check, :expected, CAST(:ids AS text[]), :parent, CAST(:nodes AS jsonb), "
+    "CAST(:blocks AS jsonb), CAST(:usage AS text[]))"
 )
+_APPEND = Prepared(_CALL)
+_APPEND_ALONE = Prepared(_CALL, alone=True)
+"""The call as a transaction of its own, when the plan writes nothing else with it (the
+function is all or nothing, and since migration 0036 gives its transaction the tenant it is
+given): one round trip, see `standalone`."""
 _VECTOR = SearchVector()
 _DIALECT = postgresql.dialect()  # type: ignore[no-untyped-call]
 _MARK = "0" * 32  # a node id JSON writes as it is, to cut a usage line after it
@@ -139,9 +145,13 @@ def store_chain(
     now: int,
     usages: Sequence[NodeUsage | None] = (),
     expected: str | Unset | None = UNSET,
+    *,
+    alone: bool = False,
 ) -> Plan[Answer]:
     """Store `chain` (its ids known) and move the head to its last node, in one call; with
     `expected`, only if the head is that (else the answer is 'moved' and nothing is written).
+    `alone`: the caller writes nothing after it that must share its transaction (the call may
+    then be one).
 
     Raises:
         SessionImportingError, UnknownNodeError, NodeConflictError: as the statements did.
@@ -149,7 +159,7 @@ def store_chain(
     params = _params(
         session_id, now, [node.turn for node in chain], [node.created_at for node in chain], usages
     )
-    return (yield from _call(session_id, params, chain, expected))
+    return (yield from _call(session_id, params, chain, expected, alone))
 
 
 def store_from_head(
@@ -158,14 +168,17 @@ def store_from_head(
     stamp: int,
     now: int,
     usages: Sequence[NodeUsage | None] = (),
+    *,
+    alone: bool = False,
 ) -> Plan[list[SessionNode]]:
     """Chain `turns` (made at `stamp`) onto the session's head, which the call finds and
-    hashes the ids from, and move the head to the last; the nodes stored."""
+    hashes the ids from, and move the head to the last; the nodes stored. `alone`: as for
+    `store_chain`."""
     params = _params(session_id, now, turns, [stamp] * len(turns), usages)
-    answer = yield from _call(session_id, params, None, UNSET)
+    answer = yield from _call(session_id, params, None, UNSET, alone)
     chain = chain_nodes(answer.head, turns, stamp)
     if answer.outcome == "rehash":  # a head whose JSON the function does not write itself
-        answer = yield from _call(session_id, params, chain, UNSET)
+        answer = yield from _call(session_id, params, chain, UNSET, alone)  # the first wrote none
     if answer.ids != [node.id for node in chain]:  # pragma: no cover - both hash one payload
         raise RuntimeError(f"session {session_id!r}: memstore_append hashed other node ids")
     return chain
@@ -186,9 +199,11 @@ def _call(
     params: dict[str, Any],
     chain: Sequence[SessionNode] | None,
     expected: str | Unset | None,
+    alone: bool,
 ) -> Plan[Answer]:
-    """Run the function; raise for its refusals (not 'moved' when `expected` is given: the
-    caller may find the chain landed already)."""
+    """Run the function (`alone`: as a transaction of its own if none is open); raise for its
+    refusals (not 'moved' when `expected` is given: the caller may find the chain landed
+    already)."""
     params = {
         **params,
         "check": not isinstance(expected, Unset),
@@ -196,7 +211,7 @@ def _call(
         "ids": None if chain is None else [node.id for node in chain],
         "parent": None if chain is None else chain[0].parent,
     }
-    row = (yield _APPEND, params).one()
+    row = (yield (_APPEND_ALONE if alone else _APPEND), params).one()
     outcome, head, _, ids, _ = row
     if outcome != "moved":
         refuse(session_id, row, expected, f"session {session_id!r}")

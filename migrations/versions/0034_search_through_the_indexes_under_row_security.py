@@ -21,8 +21,8 @@ Once handed over, only a member of that role (or a superuser) may replace or dro
 revision that changes it must make a function of another name, and the downgrade refuses,
 saying how, unless the downgrading login may drop it. SQLite: nothing.
 
-Revision ID: 0033
-Revises: 0032
+Revision ID: 0034
+Revises: 0033
 Create Date: 2026-12-07
 """
 
@@ -32,8 +32,8 @@ from alembic import op
 
 from memstore.errors import MigrationError
 
-revision: str = "0033"
-down_revision: str | None = "0032"
+revision: str = "0034"
+down_revision: str | None = "0033"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
