@@ -380,7 +380,6 @@ def test_a_login_bound_to_a_tenant_cannot_set_its_way_to_another(
     its name sees that tenant's rows whatever the setting says, through raw SQL and through
     `memstore sql`."""
     fill(logins.app)
-    grant_reading(logins)
     reader = make_url(bound_reader).username
     with logins.admin.connect() as connection:
         connection.exec_driver_sql(
@@ -426,6 +425,31 @@ def test_a_store_of_another_tenant_over_a_bound_login_is_refused_when_it_opens(
         acme.append("s1", turn("assistant", "bound and writing"))
         assert acme.list_sessions() == ["s1"]
         assert len(acme.load_path("s1")) == 2
+
+
+def test_memstore_sql_over_a_reading_login_bound_to_another_tenant_is_refused(
+    logins: Logins, bound_reader: str
+) -> None:
+    """`memstore sql --tenant globex` over acme's bound reading login read acme's rows as if
+    they were globex's; it is refused, naming the login's tenant, and acme's own query runs."""
+    fill(logins.app)
+    reader = make_url(bound_reader).username
+    with logins.admin.connect() as connection:
+        connection.exec_driver_sql(
+            f'GRANT SELECT ON ALL TABLES IN SCHEMA "{logins.schema}" TO "{reader}"'
+        )
+    count = "SELECT count(*) FROM nodes"
+    for tenant in (GLOBEX, ""):
+        result = CliRunner().invoke(
+            app, ["--db", logins.app, "sql", "--tenant", tenant, "--read-url", bound_reader, count]
+        )
+        assert result.exit_code == 2, result.stdout
+        assert "bound to tenant 'acme'" in result.stderr
+        refused = pytest.raises(InvalidArgumentError, match="bound to tenant 'acme'")
+        with SessionStore(logins.app, tenant=tenant) as store, refused:
+            store.read_only_query(count, read_url=bound_reader)
+    with SessionStore(logins.app, tenant=ACME) as acme:
+        assert acme.read_only_query(count, read_url=bound_reader).rows == [(1,)]
 
 
 def hand_search_to_a_role(logins: Logins) -> str:
