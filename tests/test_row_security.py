@@ -21,7 +21,13 @@ import sqlalchemy
 from sqlalchemy import event, make_url
 from typer.testing import CliRunner
 
-from memstore import AsyncSessionStore, InvalidArgumentError, MigrationError, SessionStore
+from memstore import (
+    AsyncSessionStore,
+    InvalidArgumentError,
+    MigrationError,
+    SessionStore,
+    StoreError,
+)
 from memstore.cli import app
 from memstore.store import create_store_engine
 from memstore.store.aio import create_async_store_engine
@@ -380,6 +386,7 @@ def test_a_login_bound_to_a_tenant_cannot_set_its_way_to_another(
     its name sees that tenant's rows whatever the setting says, through raw SQL and through
     `memstore sql`."""
     fill(logins.app)
+    grant_reading(logins)
     reader = make_url(bound_reader).username
     with logins.admin.connect() as connection:
         connection.exec_driver_sql(
@@ -450,6 +457,26 @@ def test_memstore_sql_over_a_reading_login_bound_to_another_tenant_is_refused(
             store.read_only_query(count, read_url=bound_reader)
     with SessionStore(logins.app, tenant=ACME) as acme:
         assert acme.read_only_query(count, read_url=bound_reader).rows == [(1,)]
+
+
+def test_listing_tenants_over_a_login_the_policies_bind_is_refused(logins: Logins) -> None:
+    """`memstore tenants` over the application's login listed nothing (the default tenant's
+    sessions, of which there are none) while two tenants hold sessions: it is refused, and
+    the operator's login (a superuser) lists both."""
+    fill(logins.app)
+    for tenant in ("", ACME):
+        with (
+            SessionStore(logins.app, tenant=tenant) as store,
+            pytest.raises(
+                StoreError, match="listing tenants needs a login that row-level security does not"
+            ),
+        ):
+            store.tenants()
+    result = CliRunner().invoke(app, ["--db", logins.app, "tenants"])
+    assert result.exit_code == 1
+    assert "BYPASSRLS" in result.stderr
+    with SessionStore(logins.superuser) as operator:
+        assert [(t.tenant, t.sessions) for t in operator.tenants()] == [(ACME, 1), (GLOBEX, 2)]
 
 
 def hand_search_to_a_role(logins: Logins) -> str:
@@ -727,7 +754,9 @@ def test_a_search_role_serves_the_schemas_of_one_owner_only(
     role = hand_search_to_a_role(logins)
     try:
         with SessionStore(another_owners_schema, auto_migrate=False) as operator:
-            with pytest.raises(InvalidArgumentError, match=r"may already read .*\.nodes"):
+            with pytest.raises(
+                InvalidArgumentError, match=r"may already read .*\.(nodes|sessions), which"
+            ):
                 operator.hand_search_to_role(role)
             result = CliRunner().invoke(
                 app, ["--db", another_owners_schema, "db", "search-role", "--role", role]
