@@ -32,6 +32,7 @@ from memstore.store.migrate import (
     include_object_on,
     migrations_dir,
 )
+from memstore.store.revision_scripts import revision_module
 from memstore.store.rows import block_rows, derived_text, search_text
 from memstore.store.tables import metadata
 
@@ -540,7 +541,7 @@ def test_0027_indexes_the_columns_deletes_and_usage_totals_look_up_and_keeps_row
         store.close()
 
 
-TENANT_TABLES_0028 = [table.name for table in metadata.sorted_tables]
+TENANT_TABLES_0028 = list(revision_module("0028").TABLES)  # the tables 0028 knew
 
 
 def test_0028_puts_every_row_on_the_default_tenant_and_refuses_to_drop_another_tenant(
@@ -611,5 +612,53 @@ def test_0029_full_text_indexes_take_words_without_pending_lists(postgres_url: s
         store.upgrade_schema()
         assert _index_options(postgres_url) == off
         assert len(store.search("quokka")) == len(store.search("東京")) == 2
+    finally:
+        store.close()
+
+
+USAGE_ROWS = "SELECT session_id, node_id, day, model, input_tokens, cost_usd FROM usage ORDER BY 3"
+
+
+def test_0035_keeps_pruned_usage_in_the_usage_view_and_the_downgrade_drops_only_that(
+    database_url: str,
+) -> None:
+    """0035 adds `pruned_usage` (in the `usage` view, with `calls`) and `summary_subjects`;
+    every row of the older tables stays both ways, and the view's rows of nodes too."""
+    store = SessionStore(database_url, auto_migrate=False)
+    try:
+        store.upgrade_schema("0034")
+        for statement in (
+            "INSERT INTO sessions (id, head, created_at, updated_at) VALUES ('s', 'n1', 1, 1)",
+            "INSERT INTO nodes (session_id, id, role, created_at, turn_json) "
+            """VALUES ('s', 'n1', 'assistant', 86400000, '{"role":"assistant","blocks":[]}')""",
+            "INSERT INTO node_usage (session_id, node_id, model, input_tokens, cost_usd) "
+            "VALUES ('s', 'n1', 'm', 7, 0.5)",
+        ):
+            _write(database_url, statement)
+        node_row = [("s", "n1", "1970-01-02", "m", 7, 0.5)]
+        assert _rows(database_url, USAGE_ROWS) == node_row
+        store.upgrade_schema("0035")
+        assert _rows(database_url, USAGE_ROWS) == node_row
+        _write(
+            database_url,
+            "INSERT INTO pruned_usage (session_id, day, model, counted, calls, input_tokens, "
+            "cost_usd) VALUES ('s', '1970-01-01', 'm', 1, 3, 30, 1.5)",
+        )
+        _write(
+            database_url,
+            "INSERT INTO summary_subjects (session_id, node_id, subject_hash) "
+            "VALUES ('s', 'n1', 'ab')",
+        )
+        pruned_row = ("s", None, "1970-01-01", "m", 30, 1.5)
+        assert _rows(database_url, USAGE_ROWS) == [pruned_row, *node_row]
+        assert _rows(database_url, "SELECT sum(calls) FROM usage") == [(4,)]
+        store.downgrade_schema("0034")
+        assert _rows(database_url, USAGE_ROWS) == node_row
+        assert not {"pruned_usage", "summary_subjects"} & table_names(database_url)
+        store.upgrade_schema()
+        assert _rows(database_url, USAGE_ROWS) == node_row
+        assert [(row.key, row.nodes, row.input_tokens) for row in store.usage_stats("day")] == [
+            ("1970-01-02", 1, 7)
+        ]
     finally:
         store.close()

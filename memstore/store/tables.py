@@ -106,10 +106,12 @@ __all__ = [
     "nodes_fts_chars",
     "of_tenant",
     "of_visible_session",
+    "pruned_usage",
     "records",
     "session_tags",
     "sessions",
     "stored_on",
+    "summary_subjects",
     "tenant_column",
 ]
 
@@ -395,6 +397,41 @@ erasures = Table(
     Column("targets_json", Text, nullable=False),
     CheckConstraint("scope IN ('session', 'node', 'subject')", name="known_scope"),
     Index(None, "tenant", "erased_at"),
+)
+
+pruned_usage = Table(
+    "pruned_usage",
+    metadata,
+    tenant_column(primary_key=False),
+    Column("pk", SerialKey, primary_key=True, autoincrement=True),
+    Column("session_id", Id, nullable=False),
+    Column("day", String(10), nullable=False),
+    Column("provider", Text, nullable=True),
+    Column("model", Text, nullable=True),
+    Column("counted", Integer, nullable=False),
+    Column("calls", BigInteger, nullable=False),
+    *(Column(name, BigInteger, nullable=True) for name in ("input_tokens", "output_tokens")),
+    *(Column(f"cache_{name}_tokens", BigInteger, nullable=True) for name in ("read", "write")),
+    Column("cost_usd", Float, nullable=True),
+    ForeignKeyConstraint(
+        ["tenant", "session_id"], ["sessions.tenant", "sessions.id"], ondelete="CASCADE"
+    ),
+    Index(None, "tenant", "session_id"),
+)
+
+summary_subjects = Table(
+    "summary_subjects",
+    metadata,
+    tenant_column(),
+    Column("session_id", Id, primary_key=True),
+    Column("node_id", Id, primary_key=True),
+    Column("subject_hash", String(64), primary_key=True),
+    ForeignKeyConstraint(
+        ["tenant", "session_id", "node_id"],
+        ["nodes.tenant", "nodes.session_id", "nodes.id"],
+        ondelete="CASCADE",
+    ),
+    Index(None, "tenant", "subject_hash"),
 )
 
 # SQLite's full-text index, for the statements that fill and query it (its rowid is `nodes.pk`).
