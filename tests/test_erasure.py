@@ -403,6 +403,28 @@ def test_memstore_erase_takes_a_session_or_a_nodes_short_id(sqlite_url: str) -> 
         assert shown == ["start", "[erased]", "end"]
 
 
+@pytest.mark.parametrize("tenant", [None, "acme"])
+def test_memstore_erase_of_a_session_counts_the_nodes_it_holds(
+    sqlite_url: str, tenant: str | None
+) -> None:
+    """A whole session's erasure says how many nodes go with it, as `prune` does (it said
+    "0 nodes", the count of tombstones only)."""
+    with SessionStore(sqlite_url, tenant=tenant or "") as store:
+        for number in range(3):
+            store.append("s", said(f"turn {number}"))
+    chosen = ["--tenant", tenant] if tenant else []
+    erase = ["erase", "--session", "s", "--reason", "r", *chosen]
+
+    code, dry, _ = invoke(sqlite_url, *erase)
+    assert code == 0, dry
+    assert "would erase session s whole (deleted): 3 nodes" in dry
+    assert "would erase 1 session and 3 nodes;" in dry
+    code, done, _ = invoke(sqlite_url, *erase, "--yes")
+    assert code == 0, done
+    assert "erased session s whole (deleted): 3 nodes" in done
+    assert "erased 1 session and 3 nodes;" in done
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -70,7 +70,11 @@ def _reached_json(sessions: Iterable[str], nodes: Mapping[str, Iterable[str]]) -
 def _report_lines(report: ErasureReport) -> list[str]:
     """The report as `prune` words its own: what goes, then the totals and what to do next."""
     verb = "erased" if report.erased else "would erase"
-    lines = [f"{verb} session {escape(session)} whole (deleted)" for session in report.sessions]
+    held = {session: report.session_nodes.get(session, 0) for session in report.sessions}
+    lines = [
+        f"{verb} session {escape(session)} whole (deleted): {counted(count, 'node', '0 nodes')}"
+        for session, count in held.items()
+    ]
     lines += [
         f"{verb} {counted(len(ids), 'node', '0 nodes')} in session {escape(session)} "
         f"(tombstones): {' '.join(ids)}"
@@ -79,7 +83,7 @@ def _report_lines(report: ErasureReport) -> list[str]:
     summaries = f", {report.summaries} of them summaries" if report.summaries else ""
     total = (
         f"{counted(len(report.sessions), 'session', '0 sessions')} and "
-        f"{counted(report.node_count, 'node', '0 nodes')}{summaries}"
+        f"{counted(sum(held.values()) + report.node_count, 'node', '0 nodes')}{summaries}"
     )
     if report.erased:
         lines.append(f"erased {total}; receipt {report.receipt}")

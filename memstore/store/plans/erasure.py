@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -100,7 +101,8 @@ class ErasureTarget:
 class ErasureReport:
     """What an erasure removed (`erased`; else a dry run: what it would): the sessions deleted
     whole, and per other session the nodes tombstoned (the targets, their copies and the
-    summaries made from them, `summaries` among them). `receipt` is the `erasures` row's id."""
+    summaries made from them, `summaries` among them). `receipt` is the `erasures` row's id;
+    `session_nodes` says how many nodes each session deleted whole held."""
 
     scope: str
     target: str
@@ -110,6 +112,7 @@ class ErasureReport:
     summaries: int = 0
     erased: bool = False
     receipt: int | None = None
+    session_nodes: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def node_count(self) -> int:
@@ -391,6 +394,7 @@ def erase(
         tuple(sorted(whole)),
         by_session,
         sum(1 for key in summaries if key[0] not in whole),
+        session_nodes=dict(Counter(session_id for session_id, _ in whole_nodes)),
     )
     if not erase_:
         return report
