@@ -13,6 +13,7 @@ import sys
 import zipfile
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy
@@ -22,7 +23,7 @@ from alembic.script import ScriptDirectory
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memstore import SessionGraph, jsjson
+from memstore import SearchHit, SessionGraph, jsjson
 from memstore.errors import MigrationError
 from memstore.store import SessionStore, create_store_engine
 from memstore.store.migrate import (
@@ -37,6 +38,7 @@ from memstore.store.tables import metadata
 
 from .conftest import LEGACY
 from .strategies import wire_turns
+from .test_jsonl import export
 from .test_query import check_fts
 
 pytestmark = pytest.mark.slow  # alembic upgrades and downgrades, processes and a wheel
@@ -591,20 +593,24 @@ def _index_options(url: str) -> dict[str, object]:
 
 
 QUOKKAS = "SELECT count(*) FROM nodes WHERE search_vector @@ to_tsquery('simple', 'quokka')"
+QUOKKA = """INSERT INTO nodes (session_id, id, role, created_at, turn_json, search_text,
+search_chars, search_vector, search_chars_vector)
+VALUES ('s', '{id}', 'user', 1, '{{"role":"user","blocks":[{{"kind":"text","text":"{text}"}}]}}',
+'{text}', '東 京', to_tsvector('simple', '{text}'), to_tsvector('simple', '東 京'))"""
 
 
 def test_0029_full_text_indexes_take_words_without_pending_lists(postgres_url: str) -> None:
     store = SessionStore(postgres_url, auto_migrate=False)
     try:
         store.upgrade_schema("0028")
-        turn = {"role": "user", "blocks": [{"kind": "text", "text": "a quokka 東京"}]}
-        store.append("s", turn)
+        _write(postgres_url, "INSERT INTO sessions (id, created_at, updated_at) VALUES ('s', 1, 1)")
+        _write(postgres_url, QUOKKA.format(id="n1", text="a quokka 東京"))
         assert _index_options(postgres_url) == dict.fromkeys(FULL_TEXT_INDEXES)
         store.upgrade_schema("0029")
         off = {index: ["fastupdate=off"] for index in FULL_TEXT_INDEXES}
         assert _index_options(postgres_url) == off
-        store.append("s", {"role": "user", "blocks": [{"kind": "text", "text": "quokka 東京 too"}]})
-        assert _rows(postgres_url, QUOKKAS) == [(2,)]  # (the store's search is 0034's function)
+        _write(postgres_url, QUOKKA.format(id="n2", text="quokka 東京 too"))  # (0029's columns)
+        assert _rows(postgres_url, QUOKKAS) == [(2,)]
         store.downgrade_schema("0028")
         assert _index_options(postgres_url) == dict.fromkeys(FULL_TEXT_INDEXES)
         assert _rows(postgres_url, QUOKKAS) == [(2,)]
@@ -612,4 +618,89 @@ def test_0029_full_text_indexes_take_words_without_pending_lists(postgres_url: s
         assert _index_options(postgres_url) == off
         assert len(store.search("quokka")) == len(store.search("東京")) == 2
     finally:
+        store.close()
+
+
+SEARCH_TEXTS = "SELECT n.pk, n.turn_json, s.search_text FROM nodes n JOIN node_search s USING (pk)"
+ODD_TURNS: list[dict[str, Any]] = [
+    {"role": "user", "blocks": [{"kind": "text", "text": "nul\x00 lone\ud800 back\\u0000slash"}]},
+    {
+        "role": "assistant",
+        "blocks": [
+            {"kind": "thinking", "text": "weigh quokka"},
+            {
+                "kind": "tool_call",
+                "id": "c1",
+                "name": "grep\x00",
+                "input": {"q": "\x00\\u0000\ud83d", "n": [1, 2.5, 1e21, None]},
+            },
+            {"kind": "image", "mediaType": "image/png", "dataBase64": "AAAA"},
+        ],
+    },
+    {"role": "user", "blocks": [{"kind": "tool_result", "callId": "c1", "output": None}]},
+    {"role": "user", "blocks": [{"kind": "tool_result", "callId": "c1"}]},
+    {"role": "user", "blocks": [{"kind": "text", "text": "x" * 260_000 + " quokka beyond"}]},
+]
+QUERIES = ("crash", "run_tests", "null", "quokka", "beyond", "grep", "東京")
+NODE_COLUMNS = (
+    "SELECT column_name FROM information_schema.columns "
+    "WHERE table_name = 'nodes' AND table_schema = current_schema()"
+)
+
+
+def _searches(store: SessionStore) -> dict[str, list[SearchHit]]:
+    return {query: list(store.search(query)) for query in QUERIES}
+
+
+def test_0035_postgresql_derives_the_search_text_and_keeps_rows_searches_and_exports(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """The column goes; `node_search`, the snippets and the search of turns longer than the
+    vectors hold derive the text the column held; the downgrade fills it again, every tenant's."""
+    store = SessionStore(postgres_url)
+    acme = SessionStore(postgres_url, tenant="acme")
+    try:
+        store.import_jsonl(LEGACY)
+        store.append_many("odd", ODD_TURNS)
+        acme.append("a", {"role": "user", "blocks": [{"kind": "text", "text": "acme's quokka"}]})
+        searches, acme_hits = _searches(store), acme.search("quokka")
+        assert [hit.session_id for hit in searches["beyond"]] == ["odd"]  # past the vectors
+        assert [hit.session_id for hit in acme_hits] == ["a"]
+        derived = _rows(postgres_url, SEARCH_TEXTS + " ORDER BY pk")
+        assert [text for _, turn_json, text in derived] == [
+            search_text(jsjson.loads(str(turn_json))) for _, turn_json, _ in derived
+        ]
+        exported = export(store, "odd", tmp_path / "before.jsonl")
+        store.downgrade_schema("0034")  # the column filled again, in SQL
+        stored = _rows(postgres_url, "SELECT pk, turn_json, search_text FROM nodes ORDER BY pk")
+        assert stored == derived  # (the store's search is 0035's function)
+        store.upgrade_schema()
+        assert ("search_text",) not in _rows(postgres_url, NODE_COLUMNS)
+        assert _rows(postgres_url, SEARCH_TEXTS + " ORDER BY pk") == derived
+        assert _searches(store) == searches
+        assert acme.search("quokka") == acme_hits
+        assert export(store, "odd", tmp_path / "after.jsonl") == exported
+    finally:
+        acme.close()
+        store.close()
+
+
+def test_0035_sql_derives_the_search_text_python_derives_for_any_turn(postgres_url: str) -> None:
+    """`memstore_search_text` gives `rows.search_text` for any valid turn, as stored."""
+    store = SessionStore(postgres_url)  # migrates the schema
+    engine = create_store_engine(postgres_url)
+    derive = sqlalchemy.text("SELECT memstore_search_text(:turn_json)")
+
+    def check(turn: dict[str, Any]) -> None:
+        turn_json = jsjson.dumps(turn)
+        with engine.connect() as connection:
+            derived = connection.execute(derive, {"turn_json": turn_json}).scalar_one()
+        assert derived == search_text(jsjson.loads(turn_json))
+
+    try:
+        for turn in ODD_TURNS:
+            check(turn)
+        settings(max_examples=300, deadline=None)(given(wire_turns)(check))()
+    finally:
+        engine.dispose()
         store.close()

@@ -32,10 +32,12 @@ Alembic revisions in `migrations/` create and evolve these tables; a test checks
   node's search text. The store fills it as it inserts nodes; triggers keep it on delete and
   update. Since migration 0016 it is external-content over the `node_search` view, which derives
   the search text from `nodes.turn_json` in SQL: SQLite stores a turn's text once.
-- Columns that only PostgreSQL stores (`POSTGRESQL_ONLY`): `nodes.search_text` (its GIN index is
-  an expression over it) and the copies of a block's text, input and output in `node_blocks`.
-  On SQLite (migration 0016) the views `blocks`, `turns` and `tool_calls` and the view
-  `node_search` read them out of `nodes.turn_json` instead, so the same queries work on both.
+- Columns that only PostgreSQL stores (`POSTGRESQL_ONLY`): the copies of a block's text, input
+  and output in `node_blocks`. On SQLite (migration 0016) the views `blocks`, `turns` and
+  `tool_calls` read them out of `nodes.turn_json` instead, so the same queries work on both.
+- A node's search text is stored by neither database: the view `node_search` derives it from
+  `nodes.turn_json` (SQLite since migration 0016, PostgreSQL since 0035 with the SQL function
+  `memstore_search_text`), as `rows.search_text` makes it.
 - `nodes_fts_chars` (SQLite only, made by migration 0012, not modelled here): a contentless FTS5
   index of `nodes.search_chars` (the characters of scripts written without spaces, one word each),
   for rows where it is not empty; filled and kept the same way.
@@ -252,7 +254,6 @@ nodes = Table(
     Column("role", String(32), nullable=False),
     Column("created_at", BigInteger, nullable=False),
     Column("turn_json", Text, nullable=False),
-    Column("search_text", Text, nullable=False, server_default="", info=POSTGRESQL_ONLY),
     Column("search_chars", Text, nullable=False, server_default=""),
     Column("search_vector", SearchVector, nullable=True, info=POSTGRESQL_ONLY),
     Column("search_chars_vector", SearchVector, nullable=True, info=POSTGRESQL_ONLY),
