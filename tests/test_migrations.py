@@ -648,6 +648,9 @@ NODE_COLUMNS = (
 )
 
 
+NODE_SEARCH_OPTIONS = "SELECT reloptions FROM pg_class WHERE oid = to_regclass('node_search')"
+
+
 def _searches(store: SessionStore) -> dict[str, list[SearchHit]]:
     return {query: list(store.search(query)) for query in QUERIES}
 
@@ -673,9 +676,11 @@ def test_0035_postgresql_derives_the_search_text_and_keeps_rows_searches_and_exp
         exported = export(store, "odd", tmp_path / "before.jsonl")
         store.downgrade_schema("0034")  # the column filled again, in SQL
         stored = _rows(postgres_url, "SELECT pk, turn_json, search_text FROM nodes ORDER BY pk")
+        assert _rows(postgres_url, NODE_SEARCH_OPTIONS) == [(["security_invoker=true"],)]
         assert stored == derived  # (the store's search is 0035's function)
         store.upgrade_schema()
         assert ("search_text",) not in _rows(postgres_url, NODE_COLUMNS)
+        assert _rows(postgres_url, NODE_SEARCH_OPTIONS) == [(["security_invoker=true"],)]
         assert _rows(postgres_url, SEARCH_TEXTS + " ORDER BY pk") == derived
         assert _searches(store) == searches
         assert acme.search("quokka") == acme_hits

@@ -15,7 +15,8 @@ reads two versions of a turn that holds one: one where each such escape is `\\uf
 read with `->>`, show U+FFFD as `rows.storable` makes them) and one where it is spelled
 `\\u005cuXXXX` (an escaped backslash, then `uXXXX`), put back after `->` (JSON text, unchanged).
 
-- `node_search` reads the function (CREATE OR REPLACE: its grants and `security_invoker` stay);
+- `node_search` reads the function (CREATE OR REPLACE, which keeps its grants; its options,
+  `security_invoker`, which CREATE OR REPLACE would reset, are set again);
 - the partial index `ix_nodes_search_oversized` lists the turns whose JSON is longer than the
   vectors hold (a turn's search text is always shorter than its JSON), and the search checks
   the derived text of those alone;
@@ -169,7 +170,7 @@ def upgrade() -> None:
     if connection.dialect.name != "postgresql":
         return
     op.execute(SEARCH_TEXT)
-    op.execute(NODE_SEARCH)
+    replace_view("node_search", NODE_SEARCH)
     op.execute("DROP INDEX ix_nodes_search_oversized")
     op.drop_column("nodes", "search_text")
     op.execute(OVERSIZED)
@@ -201,7 +202,7 @@ def downgrade() -> None:
     op.execute("ALTER TABLE nodes NO FORCE ROW LEVEL SECURITY")  # every tenant's rows
     op.execute("UPDATE nodes SET search_text = memstore_search_text(turn_json)")
     op.execute("ALTER TABLE nodes FORCE ROW LEVEL SECURITY")
-    op.execute(OLD_NODE_SEARCH)
+    replace_view("node_search", OLD_NODE_SEARCH)
     op.execute("DROP INDEX ix_nodes_search_oversized")
     op.execute(OLD_OVERSIZED)
     op.execute(revision_module("0033").function())
@@ -210,6 +211,16 @@ def downgrade() -> None:
     op.execute("DROP FUNCTION memstore_search_text(text)")
 
 
+def replace_view(name: str, definition: str) -> None:
+    """Run `definition`, a CREATE OR REPLACE VIEW of the view `name`, keeping the view's options
+    (`security_invoker`, migration 0031), which PostgreSQL replaces with the statement's (none)."""
+    options = op.get_bind().exec_driver_sql(_OPTIONS, {"name": name}).scalar()
+    op.execute(definition)
+    if options:
+        op.execute(f"ALTER VIEW {name} SET ({', '.join(options)})")
+
+
+_OPTIONS = "SELECT reloptions FROM pg_class WHERE oid = to_regclass(%(name)s)"
 _OWNER = """
 SELECT owner.rolname AS name, pg_has_role(current_user, owner.oid, 'MEMBER') AS may_drop
 FROM pg_proc JOIN pg_roles owner ON owner.oid = pg_proc.proowner
