@@ -63,7 +63,7 @@ SQLITE_REWRITE = (
     "UPDATE nodes SET turn_json = :turn, search_chars = '' WHERE session_id = :s AND id = :i"
 )
 POSTGRES_REWRITE = (
-    "UPDATE nodes SET turn_json = :turn, search_text = '[erased]', search_chars = '', "
+    "UPDATE nodes SET turn_json = :turn, search_chars = '', "
     "search_vector = to_tsvector('simple', '[erased]'), search_chars_vector = NULL "
     "WHERE session_id = :s AND id = :i"
 )
