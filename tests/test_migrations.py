@@ -709,3 +709,88 @@ def test_0035_sql_derives_the_search_text_python_derives_for_any_turn(postgres_u
     finally:
         engine.dispose()
         store.close()
+
+
+COPIES_0036 = ("text", "input_json", "output_json")
+BLOCK_COPIES = (
+    "SELECT session_id, node_id, position, text, input_json, output_json FROM node_blocks "
+    "ORDER BY session_id, node_id, position"
+)
+VIEW_OPTIONS = (
+    "SELECT relname, reloptions FROM pg_class WHERE relkind = 'v' "
+    "AND relnamespace = current_schema()::regnamespace ORDER BY relname"
+)
+
+
+def test_0036_postgresql_derives_the_block_copies_and_keeps_every_view_row(
+    postgres_url: str,
+) -> None:
+    """The copies go from `node_blocks`; the views derive what they held; the downgrade fills
+    them again, every tenant's."""
+    store = SessionStore(postgres_url)
+    acme = SessionStore(postgres_url, tenant="acme")
+    try:
+        store.import_jsonl(LEGACY)
+        store.append_many("odd", ODD_TURNS)
+        acme.append_many("a", ODD_TURNS[1:3])
+        views = [_rows(postgres_url, sql) for sql in VIEW_QUERIES]
+        options = _rows(postgres_url, VIEW_OPTIONS)
+        nodes = _rows(postgres_url, "SELECT tenant, session_id, id, turn_json FROM nodes")
+        expected = sorted(
+            (str(session_id), row["node_id"], row["position"], row["text"], row["input_json"],
+             row["output_json"])
+            for _, session_id, node_id, turn_json in nodes
+            for row in block_rows(str(session_id), str(node_id), jsjson.loads(str(turn_json)))
+        )  # fmt: skip
+        blocks = _rows(postgres_url, "SELECT * FROM blocks_all")
+        assert sorted((b[1], b[2], b[3], b[5], b[9], b[10]) for b in blocks) == expected
+        store.downgrade_schema("0035")  # the copies filled again, in SQL
+        assert sorted(_rows(postgres_url, BLOCK_COPIES)) == expected
+        assert [_rows(postgres_url, sql) for sql in VIEW_QUERIES] == views
+        assert _rows(postgres_url, VIEW_OPTIONS) == options
+        store.upgrade_schema()
+        columns = (
+            "SELECT column_name FROM information_schema.columns "
+            "WHERE table_name = 'node_blocks' AND table_schema = current_schema()"
+        )
+        assert not {name for (name,) in _rows(postgres_url, columns)} & set(COPIES_0036)
+        assert [_rows(postgres_url, sql) for sql in VIEW_QUERIES] == views
+        assert _rows(postgres_url, VIEW_OPTIONS) == options
+    finally:
+        acme.close()
+        store.close()
+
+
+def test_0036_sql_derives_the_block_columns_python_derives_for_any_turn(
+    postgres_url: str,
+) -> None:
+    """`memstore_block_text`, `memstore_block_json` and `memstore_turn_text` give the columns
+    `rows.block_rows` makes and the text of its text blocks, for any valid turn as stored."""
+    store = SessionStore(postgres_url)  # migrates the schema
+    engine = create_store_engine(postgres_url)
+    derive = sqlalchemy.text(
+        "SELECT CASE WHEN :kind IN ('text', 'thinking') THEN memstore_block_text(:turn, :at) END, "
+        "CASE WHEN :kind = 'tool_call' THEN memstore_block_json(:turn, :at, 'input') END, "
+        "CASE WHEN :kind = 'tool_result' THEN memstore_block_json(:turn, :at, 'output') END"
+    )
+    turn_text = sqlalchemy.text("SELECT memstore_turn_text(:turn)")
+
+    def check(turn: dict[str, Any]) -> None:
+        turn_json = jsjson.dumps(turn)
+        rows = block_rows("s", "n", jsjson.loads(turn_json))
+        texts = [row["text"] for row in rows if row["kind"] == "text"]
+        with engine.connect() as connection:
+            for row in rows:
+                values = {"kind": row["kind"], "turn": turn_json, "at": row["position"]}
+                derived = tuple(connection.execute(derive, values).one())
+                assert derived == (row["text"], row["input_json"], row["output_json"])
+            text = connection.execute(turn_text, {"turn": turn_json}).scalar_one()
+        assert text == ("\n".join(texts) if texts else None)
+
+    try:
+        for turn in ODD_TURNS:
+            check(turn)
+        settings(max_examples=200, deadline=None)(given(wire_turns)(check))()
+    finally:
+        engine.dispose()
+        store.close()

@@ -67,8 +67,8 @@ _VALUE = r"""CASE WHEN shown -> '{key}' IS NULL THEN 'null'
              WHEN json_typeof(shown -> '{key}') = 'string' THEN shown ->> '{key}'
              ELSE regexp_replace((kept -> '{key}')::text, '(?<!\\)((?:\\\\)*)\\u005cu', '\1\\u',
                                  'g') END"""
-_SHOWN = _readable(r"\\ufffd")  # strings read show U+FFFD
-_KEPT = _readable(r"\\u005cu\2")  # put back in the JSON text of other values
+SHOWN = _readable(r"\\ufffd")  # strings read show U+FFFD
+KEPT = _readable(r"\\u005cu\2")  # put back in the JSON text of other values
 _TEXT = "CASE WHEN json_typeof(shown -> 'text') = 'string' THEN shown ->> 'text' END"
 SEARCH_TEXT = rf"""
 CREATE FUNCTION memstore_search_text(turn_json text) RETURNS text
@@ -82,8 +82,8 @@ FROM (
         WHEN 'tool_result' THEN {_VALUE.format(key="output")}
     END AS part
     FROM ROWS FROM (
-        json_array_elements(({_SHOWN})::json -> 'blocks'),
-        json_array_elements(({_KEPT})::json -> 'blocks')
+        json_array_elements(({SHOWN})::json -> 'blocks'),
+        json_array_elements(({KEPT})::json -> 'blocks')
     ) WITH ORDINALITY AS b (shown, kept, position)
 ) AS parts
 WHERE part <> ''
