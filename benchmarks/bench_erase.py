@@ -67,7 +67,7 @@ POSTGRES_REWRITE = (
     "search_vector = to_tsvector('simple', '[erased]'), search_chars_vector = NULL "
     "WHERE session_id = :s AND id = :i"
 )
-BLOCK = (  # both derive the block's text from the turn (PostgreSQL since migration 0036)
+BLOCK = (  # both derive the block's text from the turn (PostgreSQL since migration 0037)
     "INSERT INTO node_blocks (session_id, node_id, position, kind) VALUES (:s, :i, 0, 'text')"
 )
 FOLLOWING = (

@@ -88,6 +88,9 @@ if TYPE_CHECKING:
         PrunedSession,
         PruneReport,
     )
+    from memstore.store.plans.usage_rollup import (
+        UsageRollup,
+    )
     from memstore.store.readonly import (
         QueryResult,
     )
@@ -192,6 +195,7 @@ _EXPORTED_FROM: dict[str, tuple[str, ...]] = {
         "PrunedSession",
         "PruneReport",
     ),
+    "memstore.store.plans.usage_rollup": ("UsageRollup",),
     "memstore.store.readonly": ("QueryResult",),
     "memstore.store.search": ("SearchHit",),
     "memstore.store.transfer": ("ImportReport",),
@@ -340,6 +344,7 @@ __all__ = [
     "UnknownNodeError",
     "UnknownSessionError",
     "Usage",
+    "UsageRollup",
     "UsageTotals",
     "__version__",
     "compact",

@@ -77,6 +77,10 @@ RELATIONS: dict[str, str] = {
     "node_keys": "A writer's key of a node (a Claude Agent SDK entry's uuid), unique per session.",
     "expiry_defaults": "How long after its last update a session expires: the store's, a tag's.",
     "erasures": "One receipt per erasure: when, what, why and counts (never the content).",
+    "pruned_usage": "The usage of nodes a prune deleted from a kept session, summed per session, "
+    "day, provider and model.",
+    "summary_subjects": "Hashes of the subject fields of a summary's condensed turns that a "
+    "prune deleted, for erasure by subject (no plaintext).",
     "nodes_fts": "The full-text index (FTS5) over `node_search`; its rowid is `nodes.pk`.",
     "nodes_fts_chars": "The full-text index of words in scripts written without spaces.",
     "nodes_fts_backlog": "Nodes that small writes added and `nodes_fts` does not hold yet.",
@@ -93,7 +97,8 @@ RELATIONS: dict[str, str] = {
     "session_sources": "One row per session: the agent it came from, its cwd, model and usage.",
     "session_sources_all": "`session_sources`, with the sessions still being imported.",
     "usage": "One row per node whose model call's usage is known: its session, time, day (UTC), "
-    "role, provider, model, tokens and US dollars.",
+    "role, provider, model, tokens and US dollars; and one per row of `pruned_usage` (no node, "
+    "no time; `calls` says how many model calls it sums).",
 }
 FTS_SHADOW = re.compile(r"^nodes_fts(_chars)?_(data|idx|docsize|config|content)$")
 

@@ -11,6 +11,7 @@ import sqlite3
 import subprocess
 import sys
 import zipfile
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ from memstore.store.migrate import (
     include_object_on,
     migrations_dir,
 )
+from memstore.store.revision_scripts import revision_module
 from memstore.store.rows import block_rows, derived_text, search_text
 from memstore.store.tables import metadata
 
@@ -542,7 +544,7 @@ def test_0027_indexes_the_columns_deletes_and_usage_totals_look_up_and_keeps_row
         store.close()
 
 
-TENANT_TABLES_0028 = [table.name for table in metadata.sorted_tables]
+TENANT_TABLES_0028 = list(revision_module("0028").TABLES)  # the tables 0028 knew
 
 
 def test_0028_puts_every_row_on_the_default_tenant_and_refuses_to_drop_another_tenant(
@@ -655,7 +657,7 @@ def _searches(store: SessionStore) -> dict[str, list[SearchHit]]:
     return {query: list(store.search(query)) for query in QUERIES}
 
 
-def test_0035_postgresql_derives_the_search_text_and_keeps_rows_searches_and_exports(
+def test_0036_postgresql_derives_the_search_text_and_keeps_rows_searches_and_exports(
     postgres_url: str, tmp_path: Path
 ) -> None:
     """The column goes; `node_search`, the snippets and the search of turns longer than the
@@ -674,10 +676,10 @@ def test_0035_postgresql_derives_the_search_text_and_keeps_rows_searches_and_exp
             search_text(jsjson.loads(str(turn_json))) for _, turn_json, _ in derived
         ]
         exported = export(store, "odd", tmp_path / "before.jsonl")
-        store.downgrade_schema("0034")  # the column filled again, in SQL
+        store.downgrade_schema("0035")  # the column filled again, in SQL
         stored = _rows(postgres_url, "SELECT pk, turn_json, search_text FROM nodes ORDER BY pk")
         assert _rows(postgres_url, NODE_SEARCH_OPTIONS) == [(["security_invoker=true"],)]
-        assert stored == derived  # (the store's search is 0035's function)
+        assert stored == derived  # (the store's search is 0036's function)
         store.upgrade_schema()
         assert ("search_text",) not in _rows(postgres_url, NODE_COLUMNS)
         assert _rows(postgres_url, NODE_SEARCH_OPTIONS) == [(["security_invoker=true"],)]
@@ -690,28 +692,39 @@ def test_0035_postgresql_derives_the_search_text_and_keeps_rows_searches_and_exp
         store.close()
 
 
-def test_0035_sql_derives_the_search_text_python_derives_for_any_turn(postgres_url: str) -> None:
-    """`memstore_search_text` gives `rows.search_text` for any valid turn, as stored."""
+def _for_odd_and_generated_turns(
+    postgres_url: str, check: Callable[[sqlalchemy.Connection, dict[str, Any]], None], most: int
+) -> None:
+    """Run `check` on each of ODD_TURNS and on `most` generated turns, in a migrated schema."""
     store = SessionStore(postgres_url)  # migrates the schema
     engine = create_store_engine(postgres_url)
-    derive = sqlalchemy.text("SELECT memstore_search_text(:turn_json)")
 
-    def check(turn: dict[str, Any]) -> None:
-        turn_json = jsjson.dumps(turn)
+    def run(turn: dict[str, Any]) -> None:
         with engine.connect() as connection:
-            derived = connection.execute(derive, {"turn_json": turn_json}).scalar_one()
-        assert derived == search_text(jsjson.loads(turn_json))
+            check(connection, turn)
 
     try:
         for turn in ODD_TURNS:
-            check(turn)
-        settings(max_examples=300, deadline=None)(given(wire_turns)(check))()
+            run(turn)
+        settings(max_examples=most, deadline=None)(given(wire_turns)(run))()
     finally:
         engine.dispose()
         store.close()
 
 
-COPIES_0036 = ("text", "input_json", "output_json")
+def test_0036_sql_derives_the_search_text_python_derives_for_any_turn(postgres_url: str) -> None:
+    """`memstore_search_text` gives `rows.search_text` for any valid turn, as stored."""
+    derive = sqlalchemy.text("SELECT memstore_search_text(:turn_json)")
+
+    def check(connection: sqlalchemy.Connection, turn: dict[str, Any]) -> None:
+        turn_json = jsjson.dumps(turn)
+        derived = connection.execute(derive, {"turn_json": turn_json}).scalar_one()
+        assert derived == search_text(jsjson.loads(turn_json))
+
+    _for_odd_and_generated_turns(postgres_url, check, 300)
+
+
+COPIES_0037 = ("text", "input_json", "output_json")
 BLOCK_COPIES = (
     "SELECT session_id, node_id, position, text, input_json, output_json FROM node_blocks "
     "ORDER BY session_id, node_id, position"
@@ -722,7 +735,7 @@ VIEW_OPTIONS = (
 )
 
 
-def test_0036_postgresql_derives_the_block_copies_and_keeps_every_view_row(
+def test_0037_postgresql_derives_the_block_copies_and_keeps_every_view_row(
     postgres_url: str,
 ) -> None:
     """The copies go from `node_blocks`; the views derive what they held; the downgrade fills
@@ -744,7 +757,7 @@ def test_0036_postgresql_derives_the_block_copies_and_keeps_every_view_row(
         )  # fmt: skip
         blocks = _rows(postgres_url, "SELECT * FROM blocks_all")
         assert sorted((b[1], b[2], b[3], b[5], b[9], b[10]) for b in blocks) == expected
-        store.downgrade_schema("0035")  # the copies filled again, in SQL
+        store.downgrade_schema("0036")  # the copies filled again, in SQL
         assert sorted(_rows(postgres_url, BLOCK_COPIES)) == expected
         assert [_rows(postgres_url, sql) for sql in VIEW_QUERIES] == views
         assert _rows(postgres_url, VIEW_OPTIONS) == options
@@ -753,7 +766,7 @@ def test_0036_postgresql_derives_the_block_copies_and_keeps_every_view_row(
             "SELECT column_name FROM information_schema.columns "
             "WHERE table_name = 'node_blocks' AND table_schema = current_schema()"
         )
-        assert not {name for (name,) in _rows(postgres_url, columns)} & set(COPIES_0036)
+        assert not {name for (name,) in _rows(postgres_url, columns)} & set(COPIES_0037)
         assert [_rows(postgres_url, sql) for sql in VIEW_QUERIES] == views
         assert _rows(postgres_url, VIEW_OPTIONS) == options
     finally:
@@ -761,13 +774,11 @@ def test_0036_postgresql_derives_the_block_copies_and_keeps_every_view_row(
         store.close()
 
 
-def test_0036_sql_derives_the_block_columns_python_derives_for_any_turn(
+def test_0037_sql_derives_the_block_columns_python_derives_for_any_turn(
     postgres_url: str,
 ) -> None:
     """`memstore_block_text`, `memstore_block_json` and `memstore_turn_text` give the columns
     `rows.block_rows` makes and the text of its text blocks, for any valid turn as stored."""
-    store = SessionStore(postgres_url)  # migrates the schema
-    engine = create_store_engine(postgres_url)
     derive = sqlalchemy.text(
         "SELECT CASE WHEN :kind IN ('text', 'thinking') THEN memstore_block_text(:turn, :at) END, "
         "CASE WHEN :kind = 'tool_call' THEN memstore_block_json(:turn, :at, 'input') END, "
@@ -775,22 +786,63 @@ def test_0036_sql_derives_the_block_columns_python_derives_for_any_turn(
     )
     turn_text = sqlalchemy.text("SELECT memstore_turn_text(:turn)")
 
-    def check(turn: dict[str, Any]) -> None:
+    def check(connection: sqlalchemy.Connection, turn: dict[str, Any]) -> None:
         turn_json = jsjson.dumps(turn)
         rows = block_rows("s", "n", jsjson.loads(turn_json))
+        for row in rows:
+            values = {"kind": row["kind"], "turn": turn_json, "at": row["position"]}
+            derived = tuple(connection.execute(derive, values).one())
+            assert derived == (row["text"], row["input_json"], row["output_json"])
         texts = [row["text"] for row in rows if row["kind"] == "text"]
-        with engine.connect() as connection:
-            for row in rows:
-                values = {"kind": row["kind"], "turn": turn_json, "at": row["position"]}
-                derived = tuple(connection.execute(derive, values).one())
-                assert derived == (row["text"], row["input_json"], row["output_json"])
-            text = connection.execute(turn_text, {"turn": turn_json}).scalar_one()
+        text = connection.execute(turn_text, {"turn": turn_json}).scalar_one()
         assert text == ("\n".join(texts) if texts else None)
 
+    _for_odd_and_generated_turns(postgres_url, check, 200)
+
+
+USAGE_ROWS = "SELECT session_id, node_id, day, model, input_tokens, cost_usd FROM usage ORDER BY 3"
+
+
+def test_0035_keeps_pruned_usage_in_the_usage_view_and_the_downgrade_drops_only_that(
+    database_url: str,
+) -> None:
+    """0035 adds `pruned_usage` (in the `usage` view, with `calls`) and `summary_subjects`;
+    every row of the older tables stays both ways, and the view's rows of nodes too."""
+    store = SessionStore(database_url, auto_migrate=False)
     try:
-        for turn in ODD_TURNS:
-            check(turn)
-        settings(max_examples=200, deadline=None)(given(wire_turns)(check))()
+        store.upgrade_schema("0034")
+        for statement in (
+            "INSERT INTO sessions (id, head, created_at, updated_at) VALUES ('s', 'n1', 1, 1)",
+            "INSERT INTO nodes (session_id, id, role, created_at, turn_json) "
+            """VALUES ('s', 'n1', 'assistant', 86400000, '{"role":"assistant","blocks":[]}')""",
+            "INSERT INTO node_usage (session_id, node_id, model, input_tokens, cost_usd) "
+            "VALUES ('s', 'n1', 'm', 7, 0.5)",
+        ):
+            _write(database_url, statement)
+        node_row = [("s", "n1", "1970-01-02", "m", 7, 0.5)]
+        assert _rows(database_url, USAGE_ROWS) == node_row
+        store.upgrade_schema("0035")
+        assert _rows(database_url, USAGE_ROWS) == node_row
+        _write(
+            database_url,
+            "INSERT INTO pruned_usage (session_id, day, model, counted, calls, input_tokens, "
+            "cost_usd) VALUES ('s', '1970-01-01', 'm', 1, 3, 30, 1.5)",
+        )
+        _write(
+            database_url,
+            "INSERT INTO summary_subjects (session_id, node_id, subject_hash) "
+            "VALUES ('s', 'n1', 'ab')",
+        )
+        pruned_row = ("s", None, "1970-01-01", "m", 30, 1.5)
+        assert _rows(database_url, USAGE_ROWS) == [pruned_row, *node_row]
+        assert _rows(database_url, "SELECT sum(calls) FROM usage") == [(4,)]
+        store.downgrade_schema("0034")
+        assert _rows(database_url, USAGE_ROWS) == node_row
+        assert not {"pruned_usage", "summary_subjects"} & table_names(database_url)
+        store.upgrade_schema()
+        assert _rows(database_url, USAGE_ROWS) == node_row
+        assert [(row.key, row.nodes, row.input_tokens) for row in store.usage_stats("day")] == [
+            ("1970-01-02", 1, 7)
+        ]
     finally:
-        engine.dispose()
         store.close()

@@ -553,7 +553,7 @@ OWNER = (
 
 
 def test_the_migration_hands_the_search_to_the_role_an_operator_prepared(logins: Logins) -> None:
-    """Migrations 0034 and 0035 hand the search function to `memstore_search` when that role exists,
+    """Migrations 0034 and 0036 hand the search function to `memstore_search` when that role exists,
     has BYPASSRLS and may use the schema, and the migrating login may give it (a superuser
     here); a downgrade by a login that may not drop it is refused, naming the role."""
     with SessionStore(logins.app, auto_migrate=False) as app:

@@ -31,7 +31,7 @@ TEXTS = [
     "",
 ]
 # The vectors as migration 0020's index expressions computed them, in SQL (of the search text
-# derived from the turn since migration 0035).
+# derived from the turn since migration 0036).
 _MISMATCHES = """SELECT count(*) FROM (SELECT *, memstore_search_text(turn_json) AS search_text
 FROM nodes) AS nodes WHERE search_vector IS DISTINCT FROM CASE
 WHEN search_text <> '' THEN

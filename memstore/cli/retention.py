@@ -125,6 +125,7 @@ def prune(
                 ],
                 "nodeCount": report.node_count,
                 "bytes": report.bytes,
+                "rolledUp": json_record(report.rolled_up),
             }
         )
         return
@@ -143,6 +144,14 @@ def prune(
         f"{counted(len(report.sessions), 'session', '0 sessions')} and "
         f"{counted(report.node_count, 'node', '0 nodes')}, {report.bytes:,} bytes of stored turns"
     )
+    rolled = report.rolled_up
+    if rolled.calls:
+        lines.append(
+            f"{'kept' if report.deleted else 'would keep'} the usage of the pruned branches' "
+            f"{counted(rolled.calls, 'model call', '0 model calls')} in their sessions' totals: "
+            f"${rolled.cost_usd:,.6f}, {rolled.input_tokens:,} input and "
+            f"{rolled.output_tokens:,} output tokens"
+        )
     lines.append(
         f"deleted {total}"
         if report.deleted

@@ -36,6 +36,8 @@ TABLES = frozenset(
         "node_keys",
         "expiry_defaults",
         "erasures",
+        "pruned_usage",
+        "summary_subjects",
     }
 )
 """memstore's tables (`memstore.store.tables` models them; a test checks the two agree)."""

@@ -67,7 +67,9 @@ class Retention(Exchange):
         The sessions that match every session filter given (`older_than`, `tag`, `expired`) go
         whole; with `unreachable`, every other session loses the nodes its head does not reach
         (its head's ancestors all stay). The report names each session and node, and the bytes
-        of stored turns and lines; a run that deletes deletes exactly what it reports.
+        of stored turns and lines; a run that deletes deletes exactly what it reports. The
+        usage of the pruned branches stays in their sessions' totals (`pruned_usage`;
+        `PruneReport.rolled_up` says how much).
 
         Args:
             older_than: sessions last updated longer ago than this.

@@ -8,9 +8,9 @@ write that fills it indexes at once (`plans.SEARCH_BACKLOG`), a store that can w
 before it searches, and a read-only one matches in memory, with FTS5 itself. PostgreSQL stores
 the text's tsvector in `nodes.search_vector` (folded in Python as it is written,
 `tables.SearchVector`), under a GIN index, current with every write, and derives the text itself
-from `turn_json` where it is read (`memstore_search_text`, migration 0035: the snippets); the
+from `turn_json` where it is read (`memstore_search_text`, migration 0036: the snippets); the
 search matches and ranks the stored vectors, folding nothing per row, in the function
-`memstore_search_keys` (migration 0035, after 0034's), which keeps the tenant's matches before it
+`memstore_search_keys` (migration 0036, after 0034's), which keeps the tenant's matches before it
 ranks them and, handed to a role that row-level security does not bind (`search_role`), reads
 the index for every login.
 
@@ -188,7 +188,7 @@ def _postgres_matches(
     words: list[str], unspaced: list[str], session_id: str | None, limit: int
 ) -> Any:
     """The best `limit` of the tenant's turns matching the query, as (pk, rank) rows of
-    `memstore_search_keys` (migration 0035): the tenant filtered before ranking, and the
+    `memstore_search_keys` (migration 0036): the tenant filtered before ranking, and the
     full-text indexes read even for a login that row-level security binds, once an operator
     has handed the function to a role that the policies do not bind."""
     chars: ColumnElement[Any] = literal_column("NULL::tsquery")
@@ -269,7 +269,7 @@ def _sqlite_search(query: str) -> Select[Any]:
 
 
 def derived_search_text() -> ColumnElement[str]:
-    """A node's search text on PostgreSQL, derived from its turn in SQL (migration 0035), as
+    """A node's search text on PostgreSQL, derived from its turn in SQL (migration 0036), as
     `rows.search_text` makes it."""
     return func.memstore_search_text(nodes.c.turn_json, type_=Text)
 

@@ -35,9 +35,9 @@ Alembic revisions in `migrations/` create and evolve these tables; a test checks
 - A turn's text is stored once, in `nodes.turn_json`: `node_blocks` keeps a block's key, kind,
   tool name, call id and error flag, and the views `blocks`, `turns` and `tool_calls` read its
   text, tool input and output out of the turn (SQLite since migration 0016, PostgreSQL since
-  0036 with the SQL functions `memstore_block_text`, `memstore_block_json` and
+  0037 with the SQL functions `memstore_block_text`, `memstore_block_json` and
   `memstore_turn_text`); the view `node_search` derives a node's search text from it (SQLite
-  since 0016, PostgreSQL since 0035 with `memstore_search_text`), as `rows.search_text` makes it.
+  since 0016, PostgreSQL since 0036 with `memstore_search_text`), as `rows.search_text` makes it.
 - `nodes_fts_chars` (SQLite only, made by migration 0012, not modelled here): a contentless FTS5
   index of `nodes.search_chars` (the characters of scripts written without spaces, one word each),
   for rows where it is not empty; filled and kept the same way.
@@ -108,10 +108,12 @@ __all__ = [
     "nodes_fts_chars",
     "of_tenant",
     "of_visible_session",
+    "pruned_usage",
     "records",
     "session_tags",
     "sessions",
     "stored_on",
+    "summary_subjects",
     "tenant_column",
 ]
 
@@ -393,6 +395,41 @@ erasures = Table(
     Column("targets_json", Text, nullable=False),
     CheckConstraint("scope IN ('session', 'node', 'subject')", name="known_scope"),
     Index(None, "tenant", "erased_at"),
+)
+
+pruned_usage = Table(
+    "pruned_usage",
+    metadata,
+    tenant_column(primary_key=False),
+    Column("pk", SerialKey, primary_key=True, autoincrement=True),
+    Column("session_id", Id, nullable=False),
+    Column("day", String(10), nullable=False),
+    Column("provider", Text, nullable=True),
+    Column("model", Text, nullable=True),
+    Column("counted", Integer, nullable=False),
+    Column("calls", BigInteger, nullable=False),
+    *(Column(name, BigInteger, nullable=True) for name in ("input_tokens", "output_tokens")),
+    *(Column(f"cache_{name}_tokens", BigInteger, nullable=True) for name in ("read", "write")),
+    Column("cost_usd", Float, nullable=True),
+    ForeignKeyConstraint(
+        ["tenant", "session_id"], ["sessions.tenant", "sessions.id"], ondelete="CASCADE"
+    ),
+    Index(None, "tenant", "session_id"),
+)
+
+summary_subjects = Table(
+    "summary_subjects",
+    metadata,
+    tenant_column(),
+    Column("session_id", Id, primary_key=True),
+    Column("node_id", Id, primary_key=True),
+    Column("subject_hash", String(64), primary_key=True),
+    ForeignKeyConstraint(
+        ["tenant", "session_id", "node_id"],
+        ["nodes.tenant", "nodes.session_id", "nodes.id"],
+        ondelete="CASCADE",
+    ),
+    Index(None, "tenant", "subject_hash"),
 )
 
 # SQLite's full-text index, for the statements that fill and query it (its rowid is `nodes.pk`).

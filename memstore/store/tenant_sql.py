@@ -95,6 +95,10 @@ class TenantReading:
         view: str | None,
     ) -> int:
         if action == sqlite3.SQLITE_READ:
+            if schema is None and detail == "":
+                # A subquery, or a view left unflattened (`usage`, a UNION ALL), of which no
+                # column is read (`count(*)`): it has no schema, and its own reads are checked.
+                return sqlite3.SQLITE_OK
             if schema == "temp":
                 return sqlite3.SQLITE_DENY if name in _SCHEMA_TABLES else sqlite3.SQLITE_OK
             if schema == "main":  # empty: only its functions that are tables (json_each)

@@ -30,6 +30,7 @@ from sqlalchemy import (
 from memstore.errors import InvalidArgumentError, UnknownSessionError
 from memstore.store.node_lines import node_lines_of
 from memstore.store.plans.contract import Plan, Unset
+from memstore.store.plans.usage_rollup import UsageRollup, roll_up
 from memstore.store.policy import Backend
 from memstore.store.tables import (
     NOT_IMPORTING,
@@ -114,11 +115,13 @@ class PrunedBranches:
 
 @dataclass(frozen=True)
 class PruneReport:
-    """What a prune deletes (`deleted`: it did; else a dry run: it would)."""
+    """What a prune deletes (`deleted`: it did; else a dry run: it would), and the usage of the
+    branches' model calls it keeps as their sessions' totals (`pruned_usage`)."""
 
     sessions: tuple[PrunedSession, ...] = ()
     branches: tuple[PrunedBranches, ...] = ()
     deleted: bool = False
+    rolled_up: UsageRollup = field(default_factory=UsageRollup)
 
     @property
     def node_count(self) -> int:
@@ -282,8 +285,9 @@ def _unreached(backend: Backend, session_ids: Sequence[str]) -> Select[Any]:
 
 def _unreached_branches(
     backend: Backend, spared: Select[Any] | None, delete_: bool
-) -> Plan[tuple[PrunedBranches, ...]]:
-    """The nodes no head reaches in the sessions outside `spared`, deleted if `delete_`."""
+) -> Plan[tuple[tuple[PrunedBranches, ...], UsageRollup]]:
+    """The nodes no head reaches in the sessions outside `spared`, and their usage, deleted
+    (their usage rolled up) if `delete_`."""
     candidates = _with_other_tips(spared)
     ids: list[str] = list((yield candidates.with_for_update() if delete_ else candidates).scalars())
     found: dict[str, tuple[list[str], int]] = {}
@@ -292,6 +296,8 @@ def _unreached_branches(
             node_ids, total = found.get(session_id, ([], 0))
             node_ids.append(node_id)
             found[session_id] = (node_ids, total + int(size or 0))
+    by_session = {session_id: node_ids for session_id, (node_ids, _) in found.items()}
+    rolled_up = yield from roll_up(backend, by_session, write=delete_)
     if delete_:
         # Unlink every pruned node before deleting any: deleting a chunk whose nodes are
         # parents of the next chunk's would cascade down the rest of the chain, once per
@@ -311,10 +317,11 @@ def _unreached_branches(
                 yield delete(records).where(
                     of_tenant(records), records.c.session_id == session_id, node_lines_of(chunk)
                 )
-    return tuple(
+    branches = tuple(
         PrunedBranches(session_id, tuple(node_ids), size)
         for session_id, (node_ids, size) in found.items()
     )
+    return branches, rolled_up
 
 
 def prune(backend: Backend, filters: PruneFilters, now: int, *, delete_: bool) -> Plan[PruneReport]:
@@ -333,12 +340,13 @@ def prune(backend: Backend, filters: PruneFilters, now: int, *, delete_: bool) -
     if filters.selects_sessions:
         whole = yield from _whole_sessions(backend, filters, now, delete_)
     branches: tuple[PrunedBranches, ...] = ()
+    rolled_up = UsageRollup()
     if filters.unreachable:
         spared = None
         if filters.selects_sessions:  # deleted whole already, or to be in a dry run
             spared = _selected_sessions(filters, now).order_by(None)
-        branches = yield from _unreached_branches(backend, spared, delete_)
-    return PruneReport(whole, branches, deleted=delete_)
+        branches, rolled_up = yield from _unreached_branches(backend, spared, delete_)
+    return PruneReport(whole, branches, deleted=delete_, rolled_up=rolled_up)
 
 
 def set_expiry_default(after_ms: int | None, tag: str | None) -> Plan[None]:

@@ -33,12 +33,12 @@ from memstore.store.plans.contract import UNSET, Plan, Unset, now_ms
 from memstore.store.plans.nodes import lookup_id
 from memstore.store.plans.paging import Window
 from memstore.store.plans.retention import epoch_ms
+from memstore.store.plans.usage_rollup import session_usage_sums
 from memstore.store.policy import BACKENDS, Backend
 from memstore.store.prepared import Prepared
 from memstore.store.tables import (
     NOT_IMPORTING,
     TENANT,
-    node_usage,
     nodes,
     of_tenant,
     session_tags,
@@ -88,7 +88,8 @@ class SessionInfo:
     expires_at: int | None = None
     """Its own expiry time (epoch ms; None: its tags' or the store's default, if any)."""
     input_tokens: int = 0
-    """The session's usage totals over `node_usage` (0 where no node says)."""
+    """The session's usage totals over `node_usage` and the usage prunes deleted from it
+    (`pruned_usage`; 0 where no node says)."""
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
@@ -240,13 +241,7 @@ _NODE_COUNT = (
     .label("node_count")
 )
 _BRANCH_COUNT = _tip_count().label("branch_count")
-_USAGE_SUMS = [
-    select(func.sum(node_usage.c[name]))
-    .where(of_tenant(node_usage), node_usage.c.session_id == sessions.c.id)
-    .scalar_subquery()
-    .label(name)
-    for name in _TOTALS
-]
+_USAGE_SUMS = session_usage_sums(_TOTALS)  # with what prunes rolled up (usage_rollup)
 
 
 def list_sessions(

@@ -7,10 +7,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from sqlalchemy import ColumnElement, Table, exists, func, literal_column, select
+from sqlalchemy import ColumnElement, Select, Table, exists, func, literal_column, select, union_all
 
 from memstore.errors import InvalidArgumentError
 from memstore.store.plans.contract import Plan
+from memstore.store.plans.usage_rollup import DAY, SUMMED, pruned_part
 from memstore.store.policy import Backend
 from memstore.store.tables import (
     NOT_IMPORTING,
@@ -113,10 +114,6 @@ def tenant_totals() -> Plan[list[TenantTotals]]:
 
 
 UsageGrouping = Literal["session", "model", "day"]
-_DAY = {
-    "sqlite": "date({created} / 1000, 'unixepoch')",
-    "postgresql": "to_char(to_timestamp({created} / 1000.0) AT TIME ZONE 'UTC', 'YYYY-MM-DD')",
-}
 
 
 @dataclass(frozen=True)
@@ -134,8 +131,8 @@ class UsageTotals:
 
 
 def usage_totals(backend: Backend, by: str, limit: int | None = None) -> Plan[list[UsageTotals]]:
-    """`node_usage` summed by session, model or day (UTC), the most expensive first (then by
-    tokens and key).
+    """`node_usage` summed by session, model or day (UTC), with the usage prunes deleted
+    (`pruned_usage`), the most expensive first (then by tokens and key).
 
     Raises:
         InvalidArgumentError: `by` is none of "session", "model", "day", or a bad `limit`.
@@ -144,31 +141,15 @@ def usage_totals(backend: Backend, by: str, limit: int | None = None) -> Plan[li
         raise InvalidArgumentError(f"usage is totalled by session, model or day, not {by!r}")
     if limit is not None and (type(limit) is not int or limit < 0):
         raise InvalidArgumentError(f"a limit is a whole number >= 0, not {limit!r}")
-    visible = [of_visible_session(node_usage.c.session_id)]
-    if by != "session":  # a node copied by a fork is one model call: counted once
-        visible.append(_first_copy())
-    if by == "day":
-        created = f"{nodes.name}.{nodes.c.created_at.name}"
-        day = _DAY[backend.name].format(created=created)
-        key: Any = literal_column(day)
-    else:
-        key = node_usage.c.session_id if by == "session" else node_usage.c.model
-    sums = [func.coalesce(func.sum(node_usage.c[name]), 0) for name in _SUMMED]
-    cost = sums[-1]
+    both = union_all(_nodes_part(backend, by), pruned_part(by)).subquery("both_usage")
+    key = both.c.key
+    sums = [func.coalesce(func.sum(both.c[name]), 0) for name in SUMMED]
+    cost = func.round(sums[-1] * 1_000_000_000)  # as `cost_total` rounds: sums' drift ties
     query = (
-        select(key.label("key"), func.count().label("nodes"), *sums)
-        .select_from(node_usage)
-        .where(*visible)
+        select(key, func.sum(both.c.calls), *sums)
         .group_by(key)
         .order_by(cost.desc(), (sums[0] + sums[1]).desc(), key)
     )
-    if by == "day":
-        of_node = (
-            of_tenant(nodes)
-            & (nodes.c.session_id == node_usage.c.session_id)
-            & (nodes.c.id == node_usage.c.node_id)
-        )
-        query = query.join(nodes, of_node)
     if limit is not None:
         query = query.limit(limit)
     rows = (yield query).all()
@@ -186,6 +167,36 @@ def usage_totals(backend: Backend, by: str, limit: int | None = None) -> Plan[li
     ]
 
 
+def _nodes_part(backend: Backend, by: str) -> Select[Any]:
+    """The visible `node_usage` rows as (key, calls, the sums); by model or day, each model
+    call once (`_first_copy`)."""
+    visible = [of_visible_session(node_usage.c.session_id)]
+    if by != "session":  # a node copied by a fork is one model call: counted once
+        visible.append(_first_copy())
+    if by == "day":
+        created = f"{nodes.name}.{nodes.c.created_at.name}"
+        key: Any = literal_column(DAY[backend.name].format(created=created))
+    else:
+        key = node_usage.c.session_id if by == "session" else node_usage.c.model
+    query = (
+        select(
+            key.label("key"),
+            literal_column("1").label("calls"),
+            *(node_usage.c[name].label(name) for name in SUMMED),
+        )
+        .select_from(node_usage)
+        .where(*visible)
+    )
+    if by == "day":
+        of_node = (
+            of_tenant(nodes)
+            & (nodes.c.session_id == node_usage.c.session_id)
+            & (nodes.c.id == node_usage.c.node_id)
+        )
+        query = query.join(nodes, of_node)
+    return query
+
+
 def _first_copy() -> ColumnElement[bool]:
     """Whether a visible `node_usage` row is its node's first copy: no visible session whose id
     sorts before its own holds a row of the same node id. A node id is a content address
@@ -199,9 +210,6 @@ def _first_copy() -> ColumnElement[bool]:
         earlier.c.session_id < node_usage.c.session_id,
         of_visible_session(earlier.c.session_id),
     )
-
-
-_SUMMED = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost_usd")
 
 
 def node_usages(session_id: str, node_ids: Sequence[str]) -> Plan[dict[str, NodeUsage]]:

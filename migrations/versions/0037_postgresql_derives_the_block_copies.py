@@ -12,16 +12,16 @@ three SQL functions, as the columns held them (`rows.block_rows`):
   `output` (NULL without one), as `JSON.stringify` wrote it in the turn;
 - `memstore_turn_text(turn_json)`: the turn's text blocks, one a line (NULL without any).
 
-They read the turn as 0035's `memstore_search_text` does (`json`, whose `->` keeps a nested
+They read the turn as 0036's `memstore_search_text` does (`json`, whose `->` keeps a nested
 value's text; an escape of NUL or a lone surrogate, which PostgreSQL's parser refuses, read as
 U+FFFD in strings and kept as written in JSON text). The views are replaced (CREATE OR REPLACE:
-their grants stay; their options, `security_invoker`, are set again, see 0035's
+their grants stay; their options, `security_invoker`, are set again, see 0036's
 `replace_view`). `memstore_append` inserts a block's row by the table's row type: it needs no
 change. The downgrade puts the columns back, filled by the same functions (every tenant's rows:
 `FORCE` is lifted for the statement). SQLite: nothing.
 
-Revision ID: 0036
-Revises: 0035
+Revision ID: 0037
+Revises: 0036
 Create Date: 2026-12-07
 """
 
@@ -31,12 +31,12 @@ from alembic import op
 
 from memstore.store.revision_scripts import revision_module
 
-revision: str = "0036"
-down_revision: str | None = "0035"
+revision: str = "0037"
+down_revision: str | None = "0036"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-_derived = revision_module("0035")
+_derived = revision_module("0036")
 _SHOWN: str = _derived.SHOWN  # the turn as strings read
 _KEPT: str = _derived.KEPT  # the turn as JSON text keeps it
 _RESTORED = r"regexp_replace(({value})::text, '(?<!\\)((?:\\\\)*)\\u005cu', '\1\\u', 'g')"

@@ -22,15 +22,16 @@ read with `->>`, show U+FFFD as `rows.storable` makes them) and one where it is 
   the derived text of those alone;
 - the search runs in a new function, `memstore_search_keys`, of 0034's arguments and answer:
   0034's may belong to the search role (`memstore db search-role`), which only its members may
-  replace. It is handed to that role as 0034 hands its own, when the role exists and may read
-  the schema and this login may give it; 0034's function is dropped when this login may;
+  replace. It goes to the role 0034's went to (`memstore db search-role` or 0034 handed it over)
+  and 0034's is dropped, when this login may (a superuser, a member of that role); else 0034's
+  stays with its role and the new one runs as its caller until an operator hands it over;
 - `memstore_append` no longer writes the column.
 
 The downgrade puts the column back, filled by the same function (every tenant's rows: `FORCE`
 is lifted for the statement), and 0034's function when it was dropped. SQLite: nothing.
 
-Revision ID: 0035
-Revises: 0034
+Revision ID: 0036
+Revises: 0035
 Create Date: 2026-12-07
 """
 
@@ -42,8 +43,8 @@ from alembic import op
 from memstore.errors import MigrationError
 from memstore.store.revision_scripts import revision_module
 
-revision: str = "0035"
-down_revision: str | None = "0034"
+revision: str = "0036"
+down_revision: str | None = "0035"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
@@ -176,13 +177,14 @@ def upgrade() -> None:
     op.execute(OVERSIZED)
     op.execute(append_function())
     op.execute(search_function())
-    if connection.exec_driver_sql(revision_module("0034").MAY_HAND_OVER).scalar():
-        schema = connection.exec_driver_sql("SELECT current_schema()").scalar_one()
-        for statement in hand_over(revision_module("0034").ROLE, schema):
-            op.execute(statement)
     old = _owner(revision_module("0034").SIGNATURE)
-    if old is not None and old.may_drop:  # else left, refused by its member: it reads no rows
-        op.execute(f"DROP FUNCTION {revision_module('0034').SIGNATURE}")
+    if old is None or not old.may_drop:  # left to its role's members; the new one runs as its
+        return  # caller until an operator hands it over (memstore db search-role)
+    if old.handed_over:  # to the role 0034's went to
+        schema = connection.exec_driver_sql("SELECT current_schema()").scalar_one()
+        for statement in hand_over(old.name, schema):
+            op.execute(statement)
+    op.execute(f"DROP FUNCTION {revision_module('0034').SIGNATURE}")
 
 
 def downgrade() -> None:
@@ -222,7 +224,8 @@ def replace_view(name: str, definition: str) -> None:
 
 _OPTIONS = "SELECT reloptions FROM pg_class WHERE oid = to_regclass(%(name)s)"
 _OWNER = """
-SELECT owner.rolname AS name, pg_has_role(current_user, owner.oid, 'MEMBER') AS may_drop
+SELECT owner.rolname AS name, pg_has_role(current_user, owner.oid, 'MEMBER') AS may_drop,
+       pg_proc.prosecdef AS handed_over
 FROM pg_proc JOIN pg_roles owner ON owner.oid = pg_proc.proowner
 WHERE pg_proc.oid = to_regprocedure(%(signature)s)
 """
