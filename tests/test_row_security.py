@@ -10,6 +10,7 @@ import json
 import re
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,13 @@ import sqlalchemy
 from sqlalchemy import event, make_url
 from typer.testing import CliRunner
 
-from memstore import AsyncSessionStore, InvalidArgumentError, MigrationError, SessionStore
+from memstore import (
+    AsyncSessionStore,
+    InvalidArgumentError,
+    MigrationError,
+    SessionStore,
+    StoreError,
+)
 from memstore.cli import app
 from memstore.store import create_store_engine
 from memstore.store.aio import create_async_store_engine
@@ -427,6 +434,51 @@ def test_a_store_of_another_tenant_over_a_bound_login_is_refused_when_it_opens(
         assert len(acme.load_path("s1")) == 2
 
 
+def test_memstore_sql_over_a_reading_login_bound_to_another_tenant_is_refused(
+    logins: Logins, bound_reader: str
+) -> None:
+    """`memstore sql --tenant globex` over acme's bound reading login read acme's rows as if
+    they were globex's; it is refused, naming the login's tenant, and acme's own query runs."""
+    fill(logins.app)
+    reader = make_url(bound_reader).username
+    with logins.admin.connect() as connection:
+        connection.exec_driver_sql(
+            f'GRANT SELECT ON ALL TABLES IN SCHEMA "{logins.schema}" TO "{reader}"'
+        )
+    count = "SELECT count(*) FROM nodes"
+    for tenant in (GLOBEX, ""):
+        result = CliRunner().invoke(
+            app, ["--db", logins.app, "sql", "--tenant", tenant, "--read-url", bound_reader, count]
+        )
+        assert result.exit_code == 2, result.stdout
+        assert "bound to tenant 'acme'" in result.stderr
+        refused = pytest.raises(InvalidArgumentError, match="bound to tenant 'acme'")
+        with SessionStore(logins.app, tenant=tenant) as store, refused:
+            store.read_only_query(count, read_url=bound_reader)
+    with SessionStore(logins.app, tenant=ACME) as acme:
+        assert acme.read_only_query(count, read_url=bound_reader).rows == [(1,)]
+
+
+def test_listing_tenants_over_a_login_the_policies_bind_is_refused(logins: Logins) -> None:
+    """`memstore tenants` over the application's login listed nothing (the default tenant's
+    sessions, of which there are none) while two tenants hold sessions: it is refused, and
+    the operator's login (a superuser) lists both."""
+    fill(logins.app)
+    for tenant in ("", ACME):
+        with (
+            SessionStore(logins.app, tenant=tenant) as store,
+            pytest.raises(
+                StoreError, match="listing tenants needs a login that row-level security does not"
+            ),
+        ):
+            store.tenants()
+    result = CliRunner().invoke(app, ["--db", logins.app, "tenants"])
+    assert result.exit_code == 1
+    assert "BYPASSRLS" in result.stderr
+    with SessionStore(logins.superuser) as operator:
+        assert [(t.tenant, t.sessions) for t in operator.tenants()] == [(ACME, 1), (GLOBEX, 2)]
+
+
 def hand_search_to_a_role(logins: Logins) -> str:
     """Hand the schema's search to a role of this test's own (`memstore db search-role`, as
     the operator: a superuser); the role's name."""
@@ -552,12 +604,10 @@ OWNER = (
 )
 
 
-def test_the_migration_hands_the_search_to_the_role_an_operator_prepared(logins: Logins) -> None:
-    """Migrations 0034 and 0036 hand the search function to `memstore_search` when that role exists,
-    has BYPASSRLS and may use the schema, and the migrating login may give it (a superuser
-    here); a downgrade by a login that may not drop it is refused, naming the role."""
-    with SessionStore(logins.app, auto_migrate=False) as app:
-        app.upgrade_schema("0032")
+@contextmanager
+def prepared_search_role(logins: Logins) -> Iterator[None]:
+    """The role `memstore_search` as an operator prepares it for migration 0034 (BYPASSRLS,
+    USAGE on the schema); what it was given dropped at the end, and the role if made here."""
     with logins.admin.connect() as connection:
         made = not connection.exec_driver_sql(
             "SELECT FROM pg_roles WHERE rolname = 'memstore_search'"
@@ -565,8 +615,24 @@ def test_the_migration_hands_the_search_to_the_role_an_operator_prepared(logins:
         if made:
             connection.exec_driver_sql("CREATE ROLE memstore_search NOLOGIN BYPASSRLS")
         connection.exec_driver_sql(f'GRANT USAGE ON SCHEMA "{logins.schema}" TO memstore_search')
-    owner = OWNER.format(schema=logins.schema)
     try:
+        yield
+    finally:
+        with logins.admin.connect() as connection:
+            connection.exec_driver_sql("DROP OWNED BY memstore_search")
+            if made:
+                connection.exec_driver_sql("DROP ROLE memstore_search")
+
+
+def test_the_migration_hands_the_search_to_the_role_an_operator_prepared(logins: Logins) -> None:
+    """Migration 0034 hands the search function to `memstore_search` when that role exists,
+    has BYPASSRLS and may use the schema, and the migrating login may give it (a superuser
+    here), and 0036 hands its successor to the same role; a downgrade by a login that may not
+    drop it is refused, naming the role."""
+    with SessionStore(logins.app, auto_migrate=False) as app:
+        app.upgrade_schema("0032")
+    owner = OWNER.format(schema=logins.schema)
+    with prepared_search_role(logins):
         with SessionStore(logins.superuser) as operator:  # migrates to the head
             assert operator.schema_revision() == HEAD_REVISION
         fill(logins.app)
@@ -578,15 +644,15 @@ def test_the_migration_hands_the_search_to_the_role_an_operator_prepared(logins:
                 globex.downgrade_schema("0032")
         with SessionStore(logins.superuser, auto_migrate=False) as operator:
             operator.downgrade_schema("0032")
+        with logins.admin.connect() as connection:  # the reading only the function used: gone
+            reads = (
+                f"SELECT has_table_privilege('memstore_search', '{logins.schema}.nodes', 'SELECT')"
+            )
+            assert connection.exec_driver_sql(reads).scalar() is False
         with SessionStore(logins.app, auto_migrate=False) as app:
             app.upgrade_schema()  # a login that may not hand it over: it runs as its caller
         with logins.admin.connect() as connection:
             assert connection.exec_driver_sql(owner).one() == (make_url(logins.app).username, False)
-    finally:
-        with logins.admin.connect() as connection:
-            connection.exec_driver_sql("DROP OWNED BY memstore_search")
-            if made:
-                connection.exec_driver_sql("DROP ROLE memstore_search")
 
 
 def test_the_search_role_command_prints_the_operators_sql_and_refuses_sqlite(
@@ -653,3 +719,71 @@ def test_an_append_alone_over_an_engine_handed_in_writes_its_tenants_rows_only(
     finally:
         trips.close()
         engine.dispose()
+
+
+@pytest.fixture
+def another_owners_schema(logins: Logins) -> Iterator[str]:
+    """A second schema, migrated, owned by another plain login than the fixture's; its URL
+    as the superuser."""
+    owner, schema = f"{logins.schema}_other", f"{logins.schema}_other"
+    server = make_url(logins.superuser)
+    with logins.admin.connect() as connection:
+        connection.exec_driver_sql(f'CREATE ROLE "{owner}" LOGIN NOSUPERUSER NOBYPASSRLS')
+        connection.exec_driver_sql(f'CREATE SCHEMA "{schema}" AUTHORIZATION "{owner}"')
+    url = server.update_query_dict({"options": f"-csearch_path={schema}"})
+    with SessionStore(url.set(username=owner).render_as_string(False), tenant=GLOBEX) as store:
+        store.append("theirs", turn("user", "the other owner's zebra"))
+    try:
+        yield url.render_as_string(hide_password=False)
+    finally:
+        with logins.admin.connect() as connection:
+            connection.exec_driver_sql(f'DROP SCHEMA "{schema}" CASCADE')
+            connection.exec_driver_sql(f'DROP OWNED BY "{owner}"')
+            connection.exec_driver_sql(f'DROP ROLE "{owner}"')
+
+
+def test_a_search_role_serves_the_schemas_of_one_owner_only(
+    logins: Logins, another_owners_schema: str
+) -> None:
+    """The search function runs its schema owner's code as the role (`memstore_tenant()`,
+    which that owner may replace): a role handed the search of two owners' schemas would let
+    each owner read the other's rows through it. The second hand-over is refused, naming the
+    table and its owner; a role of its own is handed over."""
+    fill(logins.app)
+    role = hand_search_to_a_role(logins)
+    try:
+        with SessionStore(another_owners_schema, auto_migrate=False) as operator:
+            with pytest.raises(
+                InvalidArgumentError, match=r"may already read .*\.(nodes|sessions), which"
+            ):
+                operator.hand_search_to_role(role)
+            result = CliRunner().invoke(
+                app, ["--db", another_owners_schema, "db", "search-role", "--role", role]
+            )
+            assert result.exit_code == 2
+            assert "a role of their own" in result.stderr
+            owner = OWNER.format(schema=f"{logins.schema}_other")
+            with logins.admin.connect() as connection:
+                assert connection.exec_driver_sql(owner).one()[1] is False  # not handed over
+            operator.hand_search_to_role(f"{role}_2")
+        drop_role(logins, f"{role}_2")
+    finally:
+        drop_role(logins, role)
+
+
+def test_the_migration_hands_no_search_to_a_role_of_another_owners_schema(
+    logins: Logins, another_owners_schema: str
+) -> None:
+    """Migration 0034 hands the search over only to a `memstore_search` that reads no other
+    owner's schema: one that does is left alone, and the function runs as its caller."""
+    with SessionStore(logins.app, auto_migrate=False) as app_store:
+        app_store.upgrade_schema("0033")
+    with prepared_search_role(logins):
+        with SessionStore(another_owners_schema, auto_migrate=False) as other:
+            other.hand_search_to_role("memstore_search")
+        with SessionStore(logins.superuser) as operator:  # migrates to the head
+            assert operator.schema_revision() == HEAD_REVISION
+        with logins.admin.connect() as connection:
+            owner = connection.exec_driver_sql(OWNER.format(schema=logins.schema)).one()
+        assert owner[0] != "memstore_search"  # the migrating superuser's, as its caller
+        assert owner[1] is False

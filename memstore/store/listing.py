@@ -125,8 +125,12 @@ class Listing(StoreCore):
     def tenants(self) -> Program[list[TenantTotals]]:
         """Every tenant of the database that holds sessions, with how many, whatever this
         store's own tenant: for an operator (`memstore tenants`). On PostgreSQL only a login
-        the row-level security policies do not bind sees every tenant (docs/tenants.md)."""
-        return (yield from self._read(plans.tenant_totals(), "listing tenants"))
+        the row-level security policies do not bind may list them (docs/tenants.md).
+
+        Raises:
+            StoreError: PostgreSQL, over a login the policies bind.
+        """
+        return (yield from self._read(plans.tenant_totals(self.backend), "listing tenants"))
 
     @operation
     def usage_stats(

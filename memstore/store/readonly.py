@@ -55,7 +55,7 @@ from sqlalchemy import URL, Engine
 from memstore.errors import InvalidArgumentError, QueryError, TimeLimitError
 from memstore.store.engine import sqlite_read_uri
 from memstore.store.policy import backend_of
-from memstore.store.row_security import SETTING, setting_value
+from memstore.store.row_security import SETTING, refuse_another_logins_tenant, setting_value
 from memstore.store.rows import derived_text
 from memstore.store.tables import DEFAULT_TENANT
 from memstore.store.tenant_sql import TenantReading, confine_to_tenant
@@ -430,7 +430,8 @@ def run_read_only(
 
         schema = engine.get_execution_options().get(SCHEMA)  # the reader sees memstore's schema
         reader = create_store_engine(read_url, schema=schema, poolclass=NullPool)
-        try:
+        try:  # a reading login bound to another tenant would show its rows as `tenant`'s
+            refuse_another_logins_tenant(reader, tenant, "read over a login of its own")
             return _postgres(reader, sql, limit, timeout, tenant)
         finally:
             reader.dispose()

@@ -37,6 +37,7 @@ __all__ = [
     "TENANT",
     "bind_tenant",
     "copy_allowed",
+    "refuse_another_logins_tenant",
     "setting_value",
     "tenant_of_connections",
     "tenant_per_transaction",
@@ -72,16 +73,21 @@ def bind_tenant(engine: Engine | AsyncEngine, tenant: str, *, handed_in: bool) -
         InvalidArgumentError: `engine`'s login is bound to another tenant by its name.
     """
     sync_engine = engine if isinstance(engine, Engine) else engine.sync_engine
-    _refuse_another_logins_tenant(sync_engine, tenant)
+    refuse_another_logins_tenant(sync_engine, tenant)
     if handed_in:
         tenant_per_transaction(sync_engine)
     else:
         tenant_of_connections(sync_engine, tenant)
 
 
-def _refuse_another_logins_tenant(engine: Engine, tenant: str) -> None:
+def refuse_another_logins_tenant(engine: Engine, tenant: str, remedy: str = "") -> None:
     """Refuse a store of `tenant` over a login bound to another (a name with a `/`, migration
-    0032): PostgreSQL would show it none of its rows and refuse every row it writes."""
+    0032): PostgreSQL would show it none of its rows and refuse every row it writes, and a
+    query over it would read the login's tenant's rows as if they were `tenant`'s.
+
+    Raises:
+        InvalidArgumentError: naming the login's tenant (`remedy`: what to do instead).
+    """
     login = engine.url.username
     if not _on_postgresql(engine) or login is None or "/" not in login:
         return
@@ -89,7 +95,8 @@ def _refuse_another_logins_tenant(engine: Engine, tenant: str) -> None:
     if bound != tenant:
         raise InvalidArgumentError(
             f"login {login!r} is bound to tenant {bound!r} by its name (docs/tenants.md), "
-            f"not to this store's tenant {tenant!r}: open the store with tenant={bound!r}"
+            f"not to this store's tenant {tenant!r}: "
+            + (remedy or f"open the store with tenant={bound!r}")
         )
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from sqlalchemy import Engine, text
+from sqlalchemy import Connection, Engine, text
 
 from memstore.errors import InvalidArgumentError
 from memstore.store.core import StoreCore
@@ -65,10 +65,35 @@ def hand_search_to(engine: Engine, role: str, *, run: bool) -> list[str]:
     with engine.begin() as connection:
         schema = connection.execute(text("SELECT current_schema()")).scalar_one()
         statements = search_role_statements(role, schema)
+        _refuse_a_role_of_another_owner(connection, role)
         if run:
             for statement in statements:
                 connection.exec_driver_sql(statement)
     return statements
+
+
+def _refuse_a_role_of_another_owner(connection: Connection, role: str) -> None:
+    """Refuse a role that may read tables another login owns outside this schema: the function
+    runs its schema owner's code as the role, through which that owner could read them.
+
+    Raises:
+        InvalidArgumentError: naming one such table and its owner.
+    """
+    other_owners = revision_module("0034").OTHER_OWNERS
+    found = connection.execute(
+        text(
+            f"SELECT other.* FROM pg_roles r, LATERAL ({other_owners} LIMIT 1) other "
+            "WHERE r.rolname = :role"
+        ),
+        {"role": role},
+    ).first()
+    if found is not None:
+        raise InvalidArgumentError(
+            f"search role {role!r} may already read {found.name}, which {found.owner!r} owns: "
+            "the search function runs code of its schema's owner as the role, so that owner "
+            f"could read {found.name} through it; hand each owner's schemas a role of their "
+            "own (--role memstore_search_NAME)"
+        )
 
 
 class SearchRole(StoreCore):

@@ -15,11 +15,13 @@ it to a role with `BYPASSRLS` (`memstore db search-role`, `memstore.store.search
 runs as that role (`SECURITY DEFINER`), unbound, so `@@` reads the index, and its own tenant
 filter is what keeps the tenant's rows. This revision hands it over itself when the role
 `memstore_search` exists, has `BYPASSRLS`, was granted `USAGE` on the schema (an operator's
-choice of schemas: a role of the whole server takes no other schema's search), and the
-migrating login may give it the function.
+choice of schemas: a role of the whole server takes no other schema's search), may read no
+table of another owner outside the schema (the function runs its schema owner's code as the
+role, `OTHER_OWNERS`), and the migrating login may give it the function.
 Once handed over, only a member of that role (or a superuser) may replace or drop it: a later
 revision that changes it must make a function of another name, and the downgrade refuses,
-saying how, unless the downgrading login may drop it. SQLite: nothing.
+saying how, unless the downgrading login may drop it; then it also takes back the role's
+reading of `nodes` and `sessions`. SQLite: nothing.
 
 Revision ID: 0034
 Revises: 0033
@@ -118,7 +120,8 @@ $function$
 
 # Whether the role exists, has BYPASSRLS and USAGE on the schema, and the migrating login may
 # give it the function (ALTER FUNCTION ... OWNER TO: a superuser, or a member of the role that
-# may create in the schema, who must also be able to grant it the tables' reading).
+# may create in the schema, who must also be able to grant it the tables' reading), and the
+# role reads no other owner's tables.
 MAY_HAND_OVER = f"""
 SELECT r.rolbypassrls AND has_schema_privilege(r.oid, current_schema(), 'USAGE')
 AND (me.rolsuper OR (
@@ -126,8 +129,25 @@ AND (me.rolsuper OR (
     AND has_schema_privilege(r.oid, current_schema(), 'CREATE')
     AND has_table_privilege(current_user, 'nodes', 'SELECT WITH GRANT OPTION')
     AND has_table_privilege(current_user, 'sessions', 'SELECT WITH GRANT OPTION')))
+AND NOT EXISTS ({{other_owners}})
 FROM pg_roles me JOIN pg_roles r ON r.rolname = '{ROLE}'
 WHERE me.rolname = current_user
+"""
+
+# A table outside this schema, of another owner than this schema's `nodes`, that the role `r`
+# owns or was granted a privilege on. A search role must serve one owner's schemas only: the
+# function runs its schema owner's code as the role (`memstore_tenant()`, `memstore_search_fold`,
+# whatever `nodes` is), which could read through it whatever else the role may read.
+OTHER_OWNERS = """
+SELECT quote_ident(ns.nspname) || '.' || quote_ident(c.relname) AS name,
+       pg_get_userbyid(c.relowner) AS owner
+FROM pg_class c JOIN pg_namespace ns ON ns.oid = c.relnamespace
+WHERE ns.nspname <> current_schema()
+  AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
+  AND c.relowner <> (SELECT relowner FROM pg_class
+                     WHERE oid = (quote_ident(current_schema()) || '.nodes')::regclass)
+  AND (c.relowner = r.oid
+       OR EXISTS (SELECT FROM aclexplode(c.relacl) AS acl WHERE acl.grantee = r.oid))
 """
 
 
@@ -153,7 +173,7 @@ def upgrade() -> None:
         return
     op.execute(FUNCTION)
     connection = op.get_bind()
-    if connection.exec_driver_sql(MAY_HAND_OVER).scalar():
+    if connection.exec_driver_sql(MAY_HAND_OVER.format(other_owners=OTHER_OWNERS)).scalar():
         schema = connection.exec_driver_sql("SELECT current_schema()").scalar_one()
         for statement in hand_over(ROLE, schema):
             op.execute(statement)
@@ -170,11 +190,14 @@ def downgrade() -> None:
             f"of {owner.name!r}, or have one give this login the function first (ALTER "
             f"FUNCTION {SIGNATURE} OWNER TO <this login>)"
         )
+    if owner.handed_over:  # the reading hand_over granted it, which only the function used
+        op.execute(f"REVOKE SELECT ON nodes, sessions FROM {_quoted(owner.name)}")
     op.execute(f"DROP FUNCTION {SIGNATURE}")
 
 
 _OWNER = f"""
-SELECT owner.rolname AS name, pg_has_role(current_user, owner.oid, 'MEMBER') AS may_drop
+SELECT owner.rolname AS name, pg_has_role(current_user, owner.oid, 'MEMBER') AS may_drop,
+       pg_proc.prosecdef AS handed_over
 FROM pg_proc JOIN pg_roles owner ON owner.oid = pg_proc.proowner
 WHERE pg_proc.oid = to_regprocedure('{SIGNATURE}')
 """

@@ -7,9 +7,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from sqlalchemy import ColumnElement, Select, Table, exists, func, literal_column, select, union_all
+from sqlalchemy import (
+    ColumnElement,
+    Select,
+    Table,
+    exists,
+    func,
+    literal_column,
+    select,
+    table,
+    union_all,
+)
 
-from memstore.errors import InvalidArgumentError
+from memstore.errors import InvalidArgumentError, StoreError
 from memstore.store.plans.contract import Plan
 from memstore.store.plans.usage_rollup import DAY, SUMMED, pruned_part
 from memstore.store.policy import Backend
@@ -99,9 +109,24 @@ class TenantTotals:
     updated_at: int
 
 
-def tenant_totals() -> Plan[list[TenantTotals]]:
+def tenant_totals(backend: Backend) -> Plan[list[TenantTotals]]:
     """Every tenant that holds a session, with its count of sessions, but for those being
-    imported: the one plan that reads across tenants (it names no tenant), for an operator."""
+    imported: the one plan that reads across tenants (it names no tenant), for an operator.
+
+    Raises:
+        StoreError: PostgreSQL, over a login the row-level security policies bind, which would
+            list its own tenant only (or none) as if it were every tenant.
+    """
+    if not backend.one_file:
+        unbound: ColumnElement[bool] = literal_column("rolsuper OR rolbypassrls")
+        login = literal_column("rolname") == func.current_user()
+        (row,) = yield select(unbound).select_from(table("pg_roles")).where(login)
+        if not row[0]:
+            raise StoreError(
+                "listing tenants needs a login that row-level security does not bind (a "
+                "superuser or a BYPASSRLS role, docs/tenants.md): this one sees one tenant's "
+                "sessions at most"
+            )
     count = func.count().label("sessions")
     latest = func.max(sessions.c.updated_at).label("updated_at")
     rows = yield (
