@@ -28,6 +28,9 @@ the machine's noise lands on both alike; `load_session` vs one raw `SELECT` + `j
     python benchmarks/bench_store.py --postgres postgresql://127.0.0.1:5432/test [--sizes 500,5000]
     python benchmarks/bench_store.py --handles [--postgres URL]   (the handle rows only)
     python benchmarks/bench_store.py --redact   (the redaction rows only)
+    python benchmarks/bench_store.py --async-only --rounds 5 [--postgres URL] [--async-turns N]
+        (the async vs sync rows only, N turns, each round on fresh databases: every round's
+        ratios and their medians)
 
 With `--redact`, durable `append` of the same turns (SQLite) to a store opened with
 `redact=secrets()` vs one without, the two taking turns in 50 slices — goal <= 1.1x; the same
@@ -522,6 +525,26 @@ def postgres_size(schemas: FreshSchemas, count: int) -> list[Row]:
     ]
 
 
+def async_main(postgres: str | None, count: int, rounds: int) -> int:
+    """The async vs sync rows only, `rounds` times on fresh databases: each round's ratios,
+    then their medians (a loaded machine moves a single round's by a fifth or more)."""
+    ratios: dict[str, list[float]] = {}
+    for _ in range(rounds):
+        if postgres:
+            with FreshSchemas(postgres) as schemas:
+                rows = async_rows(lambda _: schemas.new_url(), count)
+        else:
+            with tempfile.TemporaryDirectory() as folder:
+                rows = async_rows(lambda name: f"sqlite:///{Path(folder) / name}.db", count)
+        report(rows, floor="sync")
+        for name, _sync, _async, ratio, _goal in rows:
+            ratios.setdefault(name, []).append(ratio)
+    for name, found in ratios.items():
+        every = ", ".join(f"{ratio:.2f}" for ratio in found)
+        print(f"{name:30} median {statistics.median(found):.2f}x of {rounds} ({every})")
+    return 0
+
+
 def postgres_main(url: str, sizes: list[int], async_count: int) -> int:
     rows: list[Row] = []
     with FreshSchemas(url) as schemas:
@@ -609,6 +632,8 @@ def main() -> int:
         default=2000,
         help="turns of the async vs sync run (PostgreSQL)",
     )
+    parser.add_argument("--async-only", action="store_true", help="only the async vs sync rows")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds of --async-only")
     parser.add_argument("--handles", action="store_true", help="only the session handle rows")
     parser.add_argument("--redact", action="store_true", help="only the redaction rows")
     args = parser.parse_args()
@@ -616,6 +641,8 @@ def main() -> int:
         return redact_main()
     if args.handles:
         return handles_main(args.postgres)
+    if args.async_only:
+        return async_main(args.postgres, args.async_turns, args.rounds)
     if args.postgres:
         sizes = [int(size) for size in args.sizes.split(",")]
         return postgres_main(args.postgres, sizes, args.async_turns)

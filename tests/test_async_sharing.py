@@ -16,6 +16,7 @@ import pytest
 
 from memstore import AsyncSessionStore, SessionStore
 from memstore.store import handoff
+from memstore.store.aio import create_async_store_engine
 
 from .test_append import assert_one_chain, say
 
@@ -169,6 +170,35 @@ def test_cancelled_tasks_leave_nothing_half_written(database_url: str) -> None:
         assert all(ks == ["0", "1", "2"] for ks in batches.values()), batches
         assert len(store.load_path_nodes("big")) in (0, 400)
         assert_one_chain(store, "after", 1)
+
+
+# --- more tasks than connections --------------------------------------------------------------
+
+POOL = 2
+TASKS = 6
+
+
+def test_tasks_waiting_for_a_connection_each_get_one_in_turn(postgres_url: str) -> None:
+    """More tasks than the pool has connections, each appending as fast as it can: a connection
+    given back goes to a task waiting for one, not back to the task that gave it, which would
+    keep it while the others time out in the pool."""
+
+    async def main() -> list[int]:
+        engine = create_async_store_engine(
+            postgres_url, pool_size=POOL, max_overflow=0, pool_timeout=10
+        )
+        appended = [0] * TASKS
+
+        async def work(store: AsyncSessionStore, worker: int) -> None:
+            while min(appended) < 3 and sum(appended) < 1000:
+                await store.append(f"s{worker}", say(f"{worker}:{appended[worker]}"))
+                appended[worker] += 1
+
+        async with AsyncSessionStore(engine) as store:
+            await asyncio.gather(*(work(store, worker) for worker in range(TASKS)))
+        return appended
+
+    assert min(asyncio.run(main())) >= 3
 
 
 # --- SQLite: on the loop, or in a thread ----------------------------------------------------------

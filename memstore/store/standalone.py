@@ -37,8 +37,9 @@ def is_alone(step: object) -> TypeGuard[tuple[Prepared, Params]]:
 def run_alone(
     connection: Connection, cursor: Any, prepared: Prepared, params: Params
 ) -> PreparedRows:
-    """Run `prepared` on `cursor` (of `connection`'s driver connection) in autocommit."""
-    driver: Any = connection.connection.driver_connection
+    """Run `prepared` on `cursor` (of `connection`'s DBAPI connection) in autocommit: psycopg's,
+    or SQLAlchemy's adapter of its asyncio one (the async store runs `sync.run` in a greenlet)."""
+    driver: Any = connection.connection.dbapi_connection
     was = driver.autocommit
     driver.autocommit = True
     try:
