@@ -403,9 +403,8 @@ def handles_main(postgres: str | None) -> int:
 
 
 _FLOOR_NODE = (
-    "INSERT INTO nodes (session_id, id, parent_id, role, created_at, turn_json, search_text)"
-    " VALUES (%(session_id)s, %(id)s, %(parent_id)s, %(role)s, %(created_at)s, %(turn_json)s,"
-    " %(search_text)s)"
+    "INSERT INTO nodes (session_id, id, parent_id, role, created_at, turn_json)"
+    " VALUES (%(session_id)s, %(id)s, %(parent_id)s, %(role)s, %(created_at)s, %(turn_json)s)"
 )
 _FLOOR_BLOCK = (
     "INSERT INTO node_blocks (session_id, node_id, position, kind, text, tool_name, call_id,"

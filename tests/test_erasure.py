@@ -9,6 +9,7 @@ and refused input changes nothing.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Callable
@@ -561,3 +562,69 @@ def test_receipts_are_rows_that_sql_reads(store: SessionStore) -> None:
     assert json.loads(rows[1][6]) == {"sessions": ["t"], "nodes": {}}
     assert all(isinstance(row[7], int) and row[7] > 1_700_000_000_000 for row in rows)
     assert SECRET not in repr(rows)
+
+
+def summary_hashes(store: SessionStore) -> list[tuple[str, str, str]]:
+    rows = store.read_only_query("SELECT session_id, node_id, subject_hash FROM summary_subjects")
+    return sorted(rows.rows)
+
+
+def test_a_summary_is_erased_by_subject_after_a_prune_deleted_what_it_condensed(
+    store: SessionStore, tmp_path: Path, database_url: str
+) -> None:
+    """Compaction made a summary holding u-42's string; a prune deleted the condensed branch
+    from every session, so no path tells what the summary was made from. The prune kept the
+    hashes of the condensed turns' fields for it, and erasing the subject reaches it."""
+    store.append("s", said(f"u-42 says {SECRET} {WIDE}", "u-42"))
+    for index in range(6):
+        store.append("s", said(f"bob's turn {index}", "u-bob", "assistant"))
+    result = store.compact_session("s", CARD, extractive(), CompactionPolicy(keep_recent=2))
+    summary = store.load_path("s")[0].to_json()
+    assert SECRET in json.dumps(summary, ensure_ascii=False)
+    assert store.prune(unreachable=True, dry_run=False).node_count == 7
+    hashed = hashlib.sha256(b"user_id\0u-42").hexdigest()
+    recorded = summary_hashes(store)
+    assert ("s", result.summary_node_id, hashed) in recorded
+    assert not any(SECRET in row[2] or "u-42" in row[2] for row in recorded)  # hashes only
+    dry = store.erase(subject=("user_id", "u-42"), reason="r")
+    assert dry.summaries == 1
+    report = store.erase(subject=("user_id", "u-42"), reason="r", dry_run=False)
+    assert report.summaries == 1
+    assert report.nodes == {"s": (result.summary_node_id,)}
+    assert store.load_path("s")[0].to_json()["blocks"] == [{"kind": "text", "text": "[erased]"}]
+    assert summary_hashes(store) == []  # the tombstoned summary's rows go
+    store.vacuum()
+    assert traces(store, tmp_path, database_url) == []
+    if database_url.startswith("sqlite"):
+        raw = file_bytes(database_url)
+        for secret in (SECRET, SECRET.lower(), WIDE):
+            assert secret.encode() not in raw
+
+
+def test_a_summary_of_a_summary_inherits_what_the_first_condensed(
+    store: SessionStore, tmp_path: Path, database_url: str
+) -> None:
+    """Two compactions, then one prune deletes both condensed branches: the second summary
+    (made from the first) carries the hashes of the first's condensed turns."""
+    store.append("s", said(f"u-42 says {SECRET}", "u-42"))
+    for index in range(6):
+        store.append("s", said(f"bob's turn {index}", "u-bob", "assistant"))
+    store.compact_session("s", CARD, extractive(), CompactionPolicy(keep_recent=2))
+    for index in range(6):
+        store.append("s", said(f"bob's later turn {index}", "u-bob", "assistant"))
+    second = store.compact_session("s", CARD, extractive(), CompactionPolicy(keep_recent=2))
+    store.prune(unreachable=True, dry_run=False)
+    assert [row[1] for row in summary_hashes(store)].count(str(second.summary_node_id)) >= 2
+    report = store.erase(subject=("user_id", "u-42"), reason="r", dry_run=False)
+    assert report.nodes == {"s": (second.summary_node_id,)}
+    assert report.summaries == 1
+    store.vacuum()
+    assert traces(store, tmp_path, database_url) == []
+    store.append("t", said("u-7 speaks", "u-7"))  # a session erased whole takes its rows
+    for index in range(4):
+        store.append("t", said(f"bob's turn {index}", "u-bob", "assistant"))
+    store.compact_session("t", CARD, extractive(), CompactionPolicy(keep_recent=2))
+    store.prune(unreachable=True, dry_run=False)
+    assert {row[0] for row in summary_hashes(store)} == {"t"}
+    store.erase(session_id="t", reason="r", dry_run=False)
+    assert summary_hashes(store) == []

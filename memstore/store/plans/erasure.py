@@ -9,15 +9,17 @@ sessions whose metadata has it (erased whole) and the nodes whose turn has it as
   forked from);
 - a *summary* made from an erased node: a node whose turn records `memstore.condensed` with a
   `fromNodeId` whose path from the root (in any session that holds it) holds an erased node
-  (compaction's and the importers' summaries; a summary of summaries too).
+  (compaction's and the importers' summaries; a summary of summaries too); and, for a subject,
+  a summary whose condensed turns a prune deleted, found by the hash of `key`, `value` that the
+  prune recorded (`summary_subjects`).
 
 A session erased whole is deleted (with its nodes, blocks, lines, usage, keys and index rows).
 Every other node found keeps its id, parent, role and time; its turn becomes a tombstone
 (`tombstone`), and its derived rows are rewritten from it: blocks, search text and vectors, the
 full-text index (SQLite's triggers), `records.raw` (the export derives the line from the
-tombstone), and its `node_usage` and `node_keys` rows are deleted, with the lines of the log
-that carried them (`node_lines_of`), so an export holds neither. Each erasure writes one
-`erasures` row, its receipt. On SQLite the writing transaction runs with `secure_delete`.
+tombstone), and its `node_usage`, `node_keys` and `summary_subjects` rows are deleted, with the
+lines of the log that carried them (`node_lines_of`), so an export holds neither. Each erasure
+writes one `erasures` row, its receipt. On SQLite the writing transaction runs with `secure_delete`.
 """
 
 from __future__ import annotations
@@ -29,7 +31,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sqlalchemy import (
-    and_,
     bindparam,
     delete,
     insert,
@@ -44,6 +45,11 @@ from memstore.store.node_lines import node_lines_of
 from memstore.store.plans.appends import INSERT_BLOCKS
 from memstore.store.plans.contract import Plan
 from memstore.store.plans.nodes import lookup_id
+from memstore.store.plans.summary_subjects import (
+    NOT_IMPORTING_NODE,
+    anchor_of,
+    summaries_of_subject,
+)
 from memstore.store.policy import Backend
 from memstore.store.rows import stored_rows
 from memstore.store.tables import (
@@ -58,6 +64,7 @@ from memstore.store.tables import (
     records,
     sessions,
     stored_on,
+    summary_subjects,
 )
 from memstore.tombstones import ERASED_TEXT, tombstone
 
@@ -222,11 +229,6 @@ def _related(session_ids: set[str]) -> Plan[set[str]]:
     return (related - set(importing.scalars())) | session_ids
 
 
-NOT_IMPORTING_NODE = and_(
-    of_tenant(nodes), nodes.c.session_id.in_(select(sessions.c.id).where(NOT_IMPORTING))
-)
-
-
 def _load(session_ids: set[str]) -> Plan[_Graph]:
     graph = _Graph()
     ordered = sorted(session_ids)
@@ -243,19 +245,10 @@ def _load(session_ids: set[str]) -> Plan[_Graph]:
             graph.created[key] = created_at
             graph.turn[key] = turn_json
             graph.holder.setdefault(node_id, session_id)
-            anchor = _anchor_of(turn_json)
+            anchor = anchor_of(turn_json)
             if anchor is not None:
                 graph.anchor[key] = anchor
     return graph
-
-
-def _anchor_of(turn_json: str) -> str | None:
-    """A summary's `memstore.condensed.fromNodeId`: the head of the path it condensed."""
-    if '"condensed"' not in turn_json:
-        return None
-    record = (jsjson.loads(turn_json).get("memstore") or {}).get("condensed")
-    anchor = record.get("fromNodeId") if isinstance(record, dict) else None
-    return anchor if isinstance(anchor, str) else None
 
 
 def _summaries_elsewhere(graph: _Graph, loaded: set[str]) -> Plan[set[str]]:
@@ -271,7 +264,7 @@ def _summaries_elsewhere(graph: _Graph, loaded: set[str]) -> Plan[set[str]]:
     return {
         session_id
         for session_id, turn_json in rows
-        if session_id not in loaded and _anchor_of(turn_json) in graph.holder
+        if session_id not in loaded and anchor_of(turn_json) in graph.holder
     }
 
 
@@ -302,7 +295,6 @@ def _tombstone_rows(
         name
         for name in (
             "turn_json",
-            "search_text",
             "search_chars",
             "search_vector",
             "search_chars_vector",
@@ -333,7 +325,7 @@ def _tombstone_rows(
         for session_id, ids in by_session.items():
             # a statement per session, not per node: no index leads to `records` and
             # `node_keys` rows by node, so each statement scans its session's rows once
-            for table in (node_blocks, node_usage, node_keys):
+            for table in (node_blocks, node_usage, node_keys, summary_subjects):
                 yield delete(table).where(
                     of_tenant(table), table.c.session_id == session_id, table.c.node_id.in_(ids)
                 )
@@ -374,6 +366,10 @@ def erase(
     if erase_ and backend.secure_delete:
         yield text("PRAGMA secure_delete = ON")
     whole, seeds = yield from _seeds(backend, target)
+    hashed: set[Key] = set()  # summaries of the subject's turns that a prune deleted
+    if target.key is not None and target.value is not None:
+        hashed = yield from summaries_of_subject(target.key, target.value)
+        seeds |= {key for key in hashed if key[0] not in whole}
     affected = whole | {session_id for session_id, _ in seeds}
     loaded = (yield from _related(affected)) if affected else set()
     graph = yield from _load(loaded)
@@ -382,6 +378,7 @@ def erase(
         graph = yield from _load(loaded | (yield from _related(elsewhere)))
     whole_nodes = {key for key in graph.turn if key[0] in whole}
     reached, summaries = _closure(graph, seeds | whole_nodes)
+    summaries |= hashed
     kept = sorted(key for key in reached if key[0] not in whole)
     by_session: dict[str, tuple[str, ...]] = {}
     for session_id, node_id in kept:

@@ -30,6 +30,7 @@ from sqlalchemy import (
 from memstore.errors import InvalidArgumentError, UnknownSessionError
 from memstore.store.node_lines import node_lines_of
 from memstore.store.plans.contract import Plan, Unset
+from memstore.store.plans.summary_subjects import record_summary_subjects
 from memstore.store.plans.usage_rollup import UsageRollup, roll_up
 from memstore.store.policy import Backend
 from memstore.store.tables import (
@@ -213,6 +214,7 @@ def _whole_sessions(
     ids: list[str] = list((yield query.with_for_update() if delete_ else query).scalars())
     sizes = yield from _sizes(backend, ids)
     if delete_:
+        yield from record_summary_subjects(dict.fromkeys(ids))
         for chunk in _chunks(ids):
             # Unlink parents first, as `delete_session` does: a cascade through the parent key
             # recurses once per level, which SQLite refuses beyond 1,000 levels.
@@ -299,6 +301,7 @@ def _unreached_branches(
     by_session = {session_id: node_ids for session_id, (node_ids, _) in found.items()}
     rolled_up = yield from roll_up(backend, by_session, write=delete_)
     if delete_:
+        yield from record_summary_subjects(by_session)
         # Unlink every pruned node before deleting any: deleting a chunk whose nodes are
         # parents of the next chunk's would cascade down the rest of the chain, once per
         # level, which SQLite refuses beyond 1,000 levels. (A pruned node's children are
