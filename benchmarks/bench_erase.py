@@ -63,16 +63,12 @@ SQLITE_REWRITE = (
     "UPDATE nodes SET turn_json = :turn, search_chars = '' WHERE session_id = :s AND id = :i"
 )
 POSTGRES_REWRITE = (
-    "UPDATE nodes SET turn_json = :turn, search_text = '[erased]', search_chars = '', "
+    "UPDATE nodes SET turn_json = :turn, search_chars = '', "
     "search_vector = to_tsvector('simple', '[erased]'), search_chars_vector = NULL "
     "WHERE session_id = :s AND id = :i"
 )
-SQLITE_BLOCK = (
+BLOCK = (  # both derive the block's text from the turn (PostgreSQL since migration 0037)
     "INSERT INTO node_blocks (session_id, node_id, position, kind) VALUES (:s, :i, 0, 'text')"
-)
-POSTGRES_BLOCK = (
-    "INSERT INTO node_blocks (session_id, node_id, position, kind, text) "
-    "VALUES (:s, :i, 0, 'text', '[erased]')"
 )
 FOLLOWING = (
     "DELETE FROM node_blocks WHERE session_id = :s AND node_id = :i",
@@ -123,7 +119,7 @@ def floor_statements(
         rewrite = POSTGRES_REWRITE if postgres else SQLITE_REWRITE
         execute(rewrite, [{**row, "turn": tomb} for row in many])
         execute(FOLLOWING[0], many)
-        execute(POSTGRES_BLOCK if postgres else SQLITE_BLOCK, many)
+        execute(BLOCK, many)
         for statement in FOLLOWING[1:]:
             execute(statement, many)
         return keys

@@ -403,15 +403,13 @@ def handles_main(postgres: str | None) -> int:
 
 
 _FLOOR_NODE = (
-    "INSERT INTO nodes (session_id, id, parent_id, role, created_at, turn_json, search_text)"
-    " VALUES (%(session_id)s, %(id)s, %(parent_id)s, %(role)s, %(created_at)s, %(turn_json)s,"
-    " %(search_text)s)"
+    "INSERT INTO nodes (session_id, id, parent_id, role, created_at, turn_json)"
+    " VALUES (%(session_id)s, %(id)s, %(parent_id)s, %(role)s, %(created_at)s, %(turn_json)s)"
 )
 _FLOOR_BLOCK = (
-    "INSERT INTO node_blocks (session_id, node_id, position, kind, text, tool_name, call_id,"
-    " is_error, input_json, output_json) VALUES (%(session_id)s, %(node_id)s, %(position)s,"
-    " %(kind)s, %(text)s, %(tool_name)s, %(call_id)s, %(is_error)s, %(input_json)s,"
-    " %(output_json)s)"
+    "INSERT INTO node_blocks (session_id, node_id, position, kind, tool_name, call_id, is_error)"
+    " VALUES (%(session_id)s, %(node_id)s, %(position)s, %(kind)s, %(tool_name)s, %(call_id)s,"
+    " %(is_error)s)"
 )
 _FLOOR_RECORD = "INSERT INTO records (session_id, kind, node_id) VALUES (%s, 'append', %s)"
 _FLOOR_HEAD = "UPDATE sessions SET head = %s, updated_at = %s WHERE id = %s"

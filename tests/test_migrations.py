@@ -11,8 +11,10 @@ import sqlite3
 import subprocess
 import sys
 import zipfile
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy
@@ -22,7 +24,7 @@ from alembic.script import ScriptDirectory
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memstore import SessionGraph, jsjson
+from memstore import SearchHit, SessionGraph, jsjson
 from memstore.errors import MigrationError
 from memstore.store import SessionStore, create_store_engine
 from memstore.store.migrate import (
@@ -38,6 +40,7 @@ from memstore.store.tables import metadata
 
 from .conftest import LEGACY
 from .strategies import wire_turns
+from .test_jsonl import export
 from .test_query import check_fts
 
 pytestmark = pytest.mark.slow  # alembic upgrades and downgrades, processes and a wheel
@@ -592,20 +595,24 @@ def _index_options(url: str) -> dict[str, object]:
 
 
 QUOKKAS = "SELECT count(*) FROM nodes WHERE search_vector @@ to_tsquery('simple', 'quokka')"
+QUOKKA = """INSERT INTO nodes (session_id, id, role, created_at, turn_json, search_text,
+search_chars, search_vector, search_chars_vector)
+VALUES ('s', '{id}', 'user', 1, '{{"role":"user","blocks":[{{"kind":"text","text":"{text}"}}]}}',
+'{text}', '東 京', to_tsvector('simple', '{text}'), to_tsvector('simple', '東 京'))"""
 
 
 def test_0029_full_text_indexes_take_words_without_pending_lists(postgres_url: str) -> None:
     store = SessionStore(postgres_url, auto_migrate=False)
     try:
         store.upgrade_schema("0028")
-        turn = {"role": "user", "blocks": [{"kind": "text", "text": "a quokka 東京"}]}
-        store.append("s", turn)
+        _write(postgres_url, "INSERT INTO sessions (id, created_at, updated_at) VALUES ('s', 1, 1)")
+        _write(postgres_url, QUOKKA.format(id="n1", text="a quokka 東京"))
         assert _index_options(postgres_url) == dict.fromkeys(FULL_TEXT_INDEXES)
         store.upgrade_schema("0029")
         off = {index: ["fastupdate=off"] for index in FULL_TEXT_INDEXES}
         assert _index_options(postgres_url) == off
-        store.append("s", {"role": "user", "blocks": [{"kind": "text", "text": "quokka 東京 too"}]})
-        assert _rows(postgres_url, QUOKKAS) == [(2,)]  # (the store's search is 0034's function)
+        _write(postgres_url, QUOKKA.format(id="n2", text="quokka 東京 too"))  # (0029's columns)
+        assert _rows(postgres_url, QUOKKAS) == [(2,)]
         store.downgrade_schema("0028")
         assert _index_options(postgres_url) == dict.fromkeys(FULL_TEXT_INDEXES)
         assert _rows(postgres_url, QUOKKAS) == [(2,)]
@@ -614,6 +621,183 @@ def test_0029_full_text_indexes_take_words_without_pending_lists(postgres_url: s
         assert len(store.search("quokka")) == len(store.search("東京")) == 2
     finally:
         store.close()
+
+
+SEARCH_TEXTS = "SELECT n.pk, n.turn_json, s.search_text FROM nodes n JOIN node_search s USING (pk)"
+ODD_TURNS: list[dict[str, Any]] = [
+    {"role": "user", "blocks": [{"kind": "text", "text": "nul\x00 lone\ud800 back\\u0000slash"}]},
+    {
+        "role": "assistant",
+        "blocks": [
+            {"kind": "thinking", "text": "weigh quokka"},
+            {
+                "kind": "tool_call",
+                "id": "c1",
+                "name": "grep\x00",
+                "input": {"q": "\x00\\u0000\ud83d", "n": [1, 2.5, 1e21, None]},
+            },
+            {"kind": "image", "mediaType": "image/png", "dataBase64": "AAAA"},
+        ],
+    },
+    {"role": "user", "blocks": [{"kind": "tool_result", "callId": "c1", "output": None}]},
+    {"role": "user", "blocks": [{"kind": "tool_result", "callId": "c1"}]},
+    {"role": "user", "blocks": [{"kind": "text", "text": "x" * 260_000 + " quokka beyond"}]},
+]
+QUERIES = ("crash", "run_tests", "null", "quokka", "beyond", "grep", "東京")
+NODE_COLUMNS = (
+    "SELECT column_name FROM information_schema.columns "
+    "WHERE table_name = 'nodes' AND table_schema = current_schema()"
+)
+
+
+NODE_SEARCH_OPTIONS = "SELECT reloptions FROM pg_class WHERE oid = to_regclass('node_search')"
+
+
+def _searches(store: SessionStore) -> dict[str, list[SearchHit]]:
+    return {query: list(store.search(query)) for query in QUERIES}
+
+
+def test_0036_postgresql_derives_the_search_text_and_keeps_rows_searches_and_exports(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """The column goes; `node_search`, the snippets and the search of turns longer than the
+    vectors hold derive the text the column held; the downgrade fills it again, every tenant's."""
+    store = SessionStore(postgres_url)
+    acme = SessionStore(postgres_url, tenant="acme")
+    try:
+        store.import_jsonl(LEGACY)
+        store.append_many("odd", ODD_TURNS)
+        acme.append("a", {"role": "user", "blocks": [{"kind": "text", "text": "acme's quokka"}]})
+        searches, acme_hits = _searches(store), acme.search("quokka")
+        assert [hit.session_id for hit in searches["beyond"]] == ["odd"]  # past the vectors
+        assert [hit.session_id for hit in acme_hits] == ["a"]
+        derived = _rows(postgres_url, SEARCH_TEXTS + " ORDER BY pk")
+        assert [text for _, turn_json, text in derived] == [
+            search_text(jsjson.loads(str(turn_json))) for _, turn_json, _ in derived
+        ]
+        exported = export(store, "odd", tmp_path / "before.jsonl")
+        store.downgrade_schema("0035")  # the column filled again, in SQL
+        stored = _rows(postgres_url, "SELECT pk, turn_json, search_text FROM nodes ORDER BY pk")
+        assert _rows(postgres_url, NODE_SEARCH_OPTIONS) == [(["security_invoker=true"],)]
+        assert stored == derived  # (the store's search is 0036's function)
+        store.upgrade_schema()
+        assert ("search_text",) not in _rows(postgres_url, NODE_COLUMNS)
+        assert _rows(postgres_url, NODE_SEARCH_OPTIONS) == [(["security_invoker=true"],)]
+        assert _rows(postgres_url, SEARCH_TEXTS + " ORDER BY pk") == derived
+        assert _searches(store) == searches
+        assert acme.search("quokka") == acme_hits
+        assert export(store, "odd", tmp_path / "after.jsonl") == exported
+    finally:
+        acme.close()
+        store.close()
+
+
+def _for_odd_and_generated_turns(
+    postgres_url: str, check: Callable[[sqlalchemy.Connection, dict[str, Any]], None], most: int
+) -> None:
+    """Run `check` on each of ODD_TURNS and on `most` generated turns, in a migrated schema."""
+    store = SessionStore(postgres_url)  # migrates the schema
+    engine = create_store_engine(postgres_url)
+
+    def run(turn: dict[str, Any]) -> None:
+        with engine.connect() as connection:
+            check(connection, turn)
+
+    try:
+        for turn in ODD_TURNS:
+            run(turn)
+        settings(max_examples=most, deadline=None)(given(wire_turns)(run))()
+    finally:
+        engine.dispose()
+        store.close()
+
+
+def test_0036_sql_derives_the_search_text_python_derives_for_any_turn(postgres_url: str) -> None:
+    """`memstore_search_text` gives `rows.search_text` for any valid turn, as stored."""
+    derive = sqlalchemy.text("SELECT memstore_search_text(:turn_json)")
+
+    def check(connection: sqlalchemy.Connection, turn: dict[str, Any]) -> None:
+        turn_json = jsjson.dumps(turn)
+        derived = connection.execute(derive, {"turn_json": turn_json}).scalar_one()
+        assert derived == search_text(jsjson.loads(turn_json))
+
+    _for_odd_and_generated_turns(postgres_url, check, 300)
+
+
+COPIES_0037 = ("text", "input_json", "output_json")
+BLOCK_COPIES = (
+    "SELECT session_id, node_id, position, text, input_json, output_json FROM node_blocks "
+    "ORDER BY session_id, node_id, position"
+)
+VIEW_OPTIONS = (
+    "SELECT relname, reloptions FROM pg_class WHERE relkind = 'v' "
+    "AND relnamespace = current_schema()::regnamespace ORDER BY relname"
+)
+
+
+def test_0037_postgresql_derives_the_block_copies_and_keeps_every_view_row(
+    postgres_url: str,
+) -> None:
+    """The copies go from `node_blocks`; the views derive what they held; the downgrade fills
+    them again, every tenant's."""
+    store = SessionStore(postgres_url)
+    acme = SessionStore(postgres_url, tenant="acme")
+    try:
+        store.import_jsonl(LEGACY)
+        store.append_many("odd", ODD_TURNS)
+        acme.append_many("a", ODD_TURNS[1:3])
+        views = [_rows(postgres_url, sql) for sql in VIEW_QUERIES]
+        options = _rows(postgres_url, VIEW_OPTIONS)
+        nodes = _rows(postgres_url, "SELECT tenant, session_id, id, turn_json FROM nodes")
+        expected = sorted(
+            (str(session_id), row["node_id"], row["position"], row["text"], row["input_json"],
+             row["output_json"])
+            for _, session_id, node_id, turn_json in nodes
+            for row in block_rows(str(session_id), str(node_id), jsjson.loads(str(turn_json)))
+        )  # fmt: skip
+        blocks = _rows(postgres_url, "SELECT * FROM blocks_all")
+        assert sorted((b[1], b[2], b[3], b[5], b[9], b[10]) for b in blocks) == expected
+        store.downgrade_schema("0036")  # the copies filled again, in SQL
+        assert sorted(_rows(postgres_url, BLOCK_COPIES)) == expected
+        assert [_rows(postgres_url, sql) for sql in VIEW_QUERIES] == views
+        assert _rows(postgres_url, VIEW_OPTIONS) == options
+        store.upgrade_schema()
+        columns = (
+            "SELECT column_name FROM information_schema.columns "
+            "WHERE table_name = 'node_blocks' AND table_schema = current_schema()"
+        )
+        assert not {name for (name,) in _rows(postgres_url, columns)} & set(COPIES_0037)
+        assert [_rows(postgres_url, sql) for sql in VIEW_QUERIES] == views
+        assert _rows(postgres_url, VIEW_OPTIONS) == options
+    finally:
+        acme.close()
+        store.close()
+
+
+def test_0037_sql_derives_the_block_columns_python_derives_for_any_turn(
+    postgres_url: str,
+) -> None:
+    """`memstore_block_text`, `memstore_block_json` and `memstore_turn_text` give the columns
+    `rows.block_rows` makes and the text of its text blocks, for any valid turn as stored."""
+    derive = sqlalchemy.text(
+        "SELECT CASE WHEN :kind IN ('text', 'thinking') THEN memstore_block_text(:turn, :at) END, "
+        "CASE WHEN :kind = 'tool_call' THEN memstore_block_json(:turn, :at, 'input') END, "
+        "CASE WHEN :kind = 'tool_result' THEN memstore_block_json(:turn, :at, 'output') END"
+    )
+    turn_text = sqlalchemy.text("SELECT memstore_turn_text(:turn)")
+
+    def check(connection: sqlalchemy.Connection, turn: dict[str, Any]) -> None:
+        turn_json = jsjson.dumps(turn)
+        rows = block_rows("s", "n", jsjson.loads(turn_json))
+        for row in rows:
+            values = {"kind": row["kind"], "turn": turn_json, "at": row["position"]}
+            derived = tuple(connection.execute(derive, values).one())
+            assert derived == (row["text"], row["input_json"], row["output_json"])
+        texts = [row["text"] for row in rows if row["kind"] == "text"]
+        text = connection.execute(turn_text, {"turn": turn_json}).scalar_one()
+        assert text == ("\n".join(texts) if texts else None)
+
+    _for_odd_and_generated_turns(postgres_url, check, 200)
 
 
 USAGE_ROWS = "SELECT session_id, node_id, day, model, input_tokens, cost_usd FROM usage ORDER BY 3"

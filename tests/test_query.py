@@ -25,8 +25,8 @@ from memstore.errors import InvalidArgumentError, QueryError
 from memstore.jsonl import JsonlSessionStore
 from memstore.store.import_batch import BATCH_ROWS
 from memstore.store.rows import block_rows, search_text, stored_rows
-from memstore.store.search import _postgres_hits, _split_query
-from memstore.store.tables import TENANT_KEY, nodes
+from memstore.store.search import _postgres_hits, _split_query, derived_search_text
+from memstore.store.tables import TENANT_KEY
 
 from .conftest import LEGACY
 
@@ -378,7 +378,7 @@ def test_postgresql_search_reads_its_indexes_and_only_the_oversized_turns(
     with SessionStore(postgres_url) as store:
         store.append_node("s", SessionGraph("s").append(say("user", "upload 東京")))
         words, unspaced = _split_query(query)
-        statement = _postgres_hits(words, unspaced, None, 20, nodes.c.search_text)
+        statement = _postgres_hits(words, unspaced, None, 20, derived_search_text())
         plan = explain(store, statement)
     assert re.search(r"Index Scan on ix_nodes_search(_chars)? ", plan), plan
     assert "Index Scan on ix_nodes_search_oversized" in plan, plan

@@ -565,9 +565,7 @@ def test_a_search_as_a_login_the_policies_bind_reads_the_full_text_index(logins:
         drop_role(logins, role)
 
 
-SEARCH = (
-    "SELECT count(*) FROM memstore_search_matches(to_tsquery('simple', %s), NULL, %s, NULL, 50)"
-)
+SEARCH = "SELECT count(*) FROM memstore_search_keys(to_tsquery('simple', %s), NULL, %s, NULL, 50)"
 
 
 def test_a_login_bound_to_a_tenant_gets_only_its_tenants_matches_from_the_search_function(
@@ -601,7 +599,7 @@ def test_a_login_bound_to_a_tenant_gets_only_its_tenants_matches_from_the_search
 
 OWNER = (
     "SELECT pg_get_userbyid(proowner), prosecdef FROM pg_proc "
-    "WHERE oid = to_regprocedure('{schema}.memstore_search_matches("
+    "WHERE oid = to_regprocedure('{schema}.memstore_search_keys("
     "tsquery, tsquery, text[], text, integer)')"
 )
 
@@ -629,7 +627,8 @@ def prepared_search_role(logins: Logins) -> Iterator[None]:
 def test_the_migration_hands_the_search_to_the_role_an_operator_prepared(logins: Logins) -> None:
     """Migration 0034 hands the search function to `memstore_search` when that role exists,
     has BYPASSRLS and may use the schema, and the migrating login may give it (a superuser
-    here); a downgrade by a login that may not drop it is refused, naming the role."""
+    here), and 0036 hands its successor to the same role; a downgrade by a login that may not
+    drop it is refused, naming the role."""
     with SessionStore(logins.app, auto_migrate=False) as app:
         app.upgrade_schema("0032")
     owner = OWNER.format(schema=logins.schema)
@@ -666,7 +665,7 @@ def test_the_search_role_command_prints_the_operators_sql_and_refuses_sqlite(
     assert result.exit_code == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[-1] == (
-        f'ALTER FUNCTION "{logins.schema}".memstore_search_matches(tsquery, tsquery, text[], '
+        f'ALTER FUNCTION "{logins.schema}".memstore_search_keys(tsquery, tsquery, text[], '
         f'text, integer) SECURITY DEFINER SET search_path = "{logins.schema}", pg_temp;'
     )
     with logins.admin.connect() as connection:

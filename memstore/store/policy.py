@@ -57,9 +57,6 @@ class Backend:
     """Appends write the full-text index's rows themselves (SQLite's FTS5 table), which search
     queries with FTS5's MATCH; PostgreSQL's index is over search vectors stored in the nodes
     (migration 0022), which search queries with tsquery."""
-    derives_search_text: bool
-    """A node's search text is derived from its turn by a view when read (`node_search`: SQLite,
-    since migration 0016); PostgreSQL stores it in `nodes.search_text`."""
     imports_commit_as_they_go: bool
     """A new session's import commits in chunks, hidden until complete, so an import that died
     leaves rows that opening a store for writing cleans (SQLite)."""
@@ -138,7 +135,6 @@ SQLITE = Backend(
     schemas=False,
     search_backlog=True,
     writes_text_index=True,
-    derives_search_text=True,
     imports_commit_as_they_go=True,
     cost_based_planner=False,
     import_setup=(),
@@ -165,7 +161,6 @@ POSTGRESQL = Backend(
     schemas=True,
     search_backlog=False,
     writes_text_index=False,
-    derives_search_text=False,
     imports_commit_as_they_go=False,
     cost_based_planner=True,
     import_setup=("SET LOCAL plan_cache_mode = force_custom_plan",),

@@ -6,12 +6,13 @@ view, over which the FTS5 table is external-content (the store fills it, trigger
 delete and update); a write of a few nodes lists them in `nodes_fts_backlog` instead, which the
 write that fills it indexes at once (`plans.SEARCH_BACKLOG`), a store that can write indexes
 before it searches, and a read-only one matches in memory, with FTS5 itself. PostgreSQL stores
-the text in `nodes.search_text` and its tsvector in `nodes.search_vector` (folded in Python as it
-is written, `tables.SearchVector`), under a GIN index, current with every write; the search
-matches and ranks the stored vectors, folding nothing per row, in the function
-`memstore_search_matches` (migration 0034), which keeps the tenant's matches before it ranks
-them and, handed to a role that row-level security does not bind (`search_role`), reads the
-index for every login.
+the text's tsvector in `nodes.search_vector` (folded in Python as it is written,
+`tables.SearchVector`), under a GIN index, current with every write, and derives the text itself
+from `turn_json` where it is read (`memstore_search_text`, migration 0036: the snippets); the
+search matches and ranks the stored vectors, folding nothing per row, in the function
+`memstore_search_keys` (migration 0036, after 0034's), which keeps the tenant's matches before it
+ranks them and, handed to a role that row-level security does not bind (`search_role`), reads
+the index for every login.
 
 A query word holding characters of a script written without spaces (Chinese, Japanese, Thai, ...)
 is searched for inside words instead: `search_chars` makes each such character a word of its
@@ -187,7 +188,7 @@ def _postgres_matches(
     words: list[str], unspaced: list[str], session_id: str | None, limit: int
 ) -> Any:
     """The best `limit` of the tenant's turns matching the query, as (pk, rank) rows of
-    `memstore_search_matches` (migration 0034): the tenant filtered before ranking, and the
+    `memstore_search_keys` (migration 0036): the tenant filtered before ranking, and the
     full-text indexes read even for a login that row-level security binds, once an operator
     has handed the function to a role that the policies do not bind."""
     chars: ColumnElement[Any] = literal_column("NULL::tsquery")
@@ -199,7 +200,7 @@ def _postgres_matches(
     word_query = _pg_words_query(words) if words else literal_column("NULL::tsquery")
     folded = [sql_fold(word) for word in words + unspaced]
     oversized = bindparam("oversized", folded, type_=ARRAY(Text))
-    found = func.memstore_search_matches(
+    found = func.memstore_search_keys(
         word_query,
         chars,
         oversized,
@@ -220,7 +221,7 @@ def _phrase_search(
     """The best matches of a query with unspaced words, with their search text (the snippet is
     made in Python: the indexes hold single characters, not the text around them)."""
     if not backend.writes_text_index:  # PostgreSQL's stored search vectors
-        return _postgres_hits(words, unspaced, session_id, limit, nodes.c.search_text)
+        return _postgres_hits(words, unspaced, session_id, limit, derived_search_text())
     found = [_sqlite_phrase_matches(words, unspaced)]
     if words and backlog:  # the backlog's turns are not in `nodes_fts`: match them here
         ranks = _matches_in_memory(backlog, fts5_query(" ".join(words)))
@@ -265,6 +266,12 @@ def _sqlite_search(query: str) -> Select[Any]:
         .select_from(nodes_fts.join(nodes, nodes.c.pk == nodes_fts.c.rowid))
         .where(match)
     )
+
+
+def derived_search_text() -> ColumnElement[str]:
+    """A node's search text on PostgreSQL, derived from its turn in SQL (migration 0036), as
+    `rows.search_text` makes it."""
+    return func.memstore_search_text(nodes.c.turn_json, type_=Text)
 
 
 def _postgres_hits(
@@ -323,7 +330,7 @@ def _search(
         if unspaced:
             rows = yield _phrase_search(backend, words, unspaced, session_id, limit, backlog)
         else:
-            shown = func.left(nodes.c.search_text, literal_column(str(PG_INDEXED_CHARS)))
+            shown = func.left(derived_search_text(), literal_column(str(PG_INDEXED_CHARS)))
             rows = yield _postgres_hits(words, [], session_id, limit, shown)
         terms = words + unspaced
         found = [

@@ -1,11 +1,12 @@
 """The role PostgreSQL's search runs as, so that it reads the full-text indexes for a login that
-row-level security binds (migration 0034, docs/tenants.md).
+row-level security binds (migrations 0034 and 0036, docs/tenants.md).
 
-`memstore_search_matches` runs as its caller until it is handed to a role with `BYPASSRLS`:
-then it runs as that role, which no policy binds, and keeps the calling session's tenant
-(`memstore_tenant()`) itself. Making such a role takes a superuser, so an operator does it once
-(`memstore db search-role`, or the SQL it prints); the role needs no login, and no application
-login should be a member of it (a member may `SET ROLE` to it and read every tenant).
+`memstore_search_keys` (0034's `memstore_search_matches` before 0036) runs as its caller until it
+is handed to a role with `BYPASSRLS`: then it runs as that role, which no policy binds, and keeps
+the calling session's tenant (`memstore_tenant()`) itself. Making such a role takes a superuser,
+so an operator does it once (`memstore db search-role`, or the SQL it prints); the role needs no
+login, and no application login should be a member of it (a member may `SET ROLE` to it and read
+every tenant).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ def search_role_statements(role: str, schema: str) -> list[str]:
         f'CREATE ROLE "{role}" NOLOGIN NOSUPERUSER BYPASSRLS; END IF; END $$'
     )
     attributes = f'ALTER ROLE "{role}" BYPASSRLS'  # one made before, without it
-    hand_over: list[str] = revision_module("0034").hand_over(role, schema)
+    hand_over: list[str] = revision_module("0036").hand_over(role, schema)
     return [make, attributes, *hand_over]
 
 

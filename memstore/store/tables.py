@@ -32,10 +32,12 @@ Alembic revisions in `migrations/` create and evolve these tables; a test checks
   node's search text. The store fills it as it inserts nodes; triggers keep it on delete and
   update. Since migration 0016 it is external-content over the `node_search` view, which derives
   the search text from `nodes.turn_json` in SQL: SQLite stores a turn's text once.
-- Columns that only PostgreSQL stores (`POSTGRESQL_ONLY`): `nodes.search_text` (its GIN index is
-  an expression over it) and the copies of a block's text, input and output in `node_blocks`.
-  On SQLite (migration 0016) the views `blocks`, `turns` and `tool_calls` and the view
-  `node_search` read them out of `nodes.turn_json` instead, so the same queries work on both.
+- A turn's text is stored once, in `nodes.turn_json`: `node_blocks` keeps a block's key, kind,
+  tool name, call id and error flag, and the views `blocks`, `turns` and `tool_calls` read its
+  text, tool input and output out of the turn (SQLite since migration 0016, PostgreSQL since
+  0037 with the SQL functions `memstore_block_text`, `memstore_block_json` and
+  `memstore_turn_text`); the view `node_search` derives a node's search text from it (SQLite
+  since 0016, PostgreSQL since 0036 with `memstore_search_text`), as `rows.search_text` makes it.
 - `nodes_fts_chars` (SQLite only, made by migration 0012, not modelled here): a contentless FTS5
   index of `nodes.search_chars` (the characters of scripts written without spaces, one word each),
   for rows where it is not empty; filled and kept the same way.
@@ -130,7 +132,7 @@ SerialKey = BigInteger().with_variant(Integer(), "sqlite")
 JsonObject = JSON().with_variant(JSONB(), "postgresql")
 Id = String(255)
 POSTGRESQL_ONLY = {"dialects": ("postgresql",)}
-"""A column's `info` for a copy PostgreSQL stores and SQLite derives in a view (migration 0016)."""
+"""A column's `info` for a column only PostgreSQL has: its search vectors (migration 0022)."""
 
 
 TS_CONFIG = "simple"  # no stemming, like FTS5's unicode61: the same matches on both backends
@@ -254,7 +256,6 @@ nodes = Table(
     Column("role", String(32), nullable=False),
     Column("created_at", BigInteger, nullable=False),
     Column("turn_json", Text, nullable=False),
-    Column("search_text", Text, nullable=False, server_default="", info=POSTGRESQL_ONLY),
     Column("search_chars", Text, nullable=False, server_default=""),
     Column("search_vector", SearchVector, nullable=True, info=POSTGRESQL_ONLY),
     Column("search_chars_vector", SearchVector, nullable=True, info=POSTGRESQL_ONLY),
@@ -306,12 +307,9 @@ node_blocks = Table(
     Column("node_id", Id, primary_key=True),
     Column("position", Integer, primary_key=True),
     Column("kind", Text, nullable=False),
-    Column("text", Text, nullable=True, info=POSTGRESQL_ONLY),
     Column("tool_name", Text, nullable=True),
     Column("call_id", Text, nullable=True),
     Column("is_error", Integer, nullable=True),
-    Column("input_json", Text, nullable=True, info=POSTGRESQL_ONLY),
-    Column("output_json", Text, nullable=True, info=POSTGRESQL_ONLY),
     ForeignKeyConstraint(
         ["tenant", "session_id", "node_id"],
         ["nodes.tenant", "nodes.session_id", "nodes.id"],

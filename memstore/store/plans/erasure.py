@@ -298,7 +298,6 @@ def _tombstone_rows(
         name
         for name in (
             "turn_json",
-            "search_text",
             "search_chars",
             "search_vector",
             "search_chars_vector",

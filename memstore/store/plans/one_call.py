@@ -118,7 +118,6 @@ def _params(
                 "role": row["role"],
                 "created_at": stamp,
                 "created_json": jsjson.dumps(stamp),
-                "search_text": row["search_text"],
                 "search_chars": row["search_chars"],
                 "search_vector": _VECTOR.process_bind_param(row["search_vector"], _DIALECT),
                 "search_chars_vector": _VECTOR.process_bind_param(
