@@ -165,22 +165,26 @@ def check_sqlite_file(url: str) -> None:
         connection.close()
 
 
-DANGLING = {
+DANGLING = {  # each lookup by the whole key (the tenant leads it, migration 0030), not a scan
     "nodes whose parent is missing": (
         "SELECT count(*) FROM nodes n WHERE n.parent_id IS NOT NULL AND NOT EXISTS "
-        "(SELECT 1 FROM nodes p WHERE p.session_id = n.session_id AND p.id = n.parent_id)"
+        "(SELECT 1 FROM nodes p WHERE p.tenant = n.tenant "
+        "AND p.session_id = n.session_id AND p.id = n.parent_id)"
     ),
     "heads naming a missing node": (
         "SELECT count(*) FROM sessions s WHERE s.head IS NOT NULL AND NOT EXISTS "
-        "(SELECT 1 FROM nodes n WHERE n.session_id = s.id AND n.id = s.head)"
+        "(SELECT 1 FROM nodes n WHERE n.tenant = s.tenant "
+        "AND n.session_id = s.id AND n.id = s.head)"
     ),
     "records naming a missing node": (
         "SELECT count(*) FROM records r WHERE r.node_id IS NOT NULL AND NOT EXISTS "
-        "(SELECT 1 FROM nodes n WHERE n.session_id = r.session_id AND n.id = r.node_id)"
+        "(SELECT 1 FROM nodes n WHERE n.tenant = r.tenant "
+        "AND n.session_id = r.session_id AND n.id = r.node_id)"
     ),
     "blocks of a missing node": (
         "SELECT count(*) FROM node_blocks b WHERE NOT EXISTS "
-        "(SELECT 1 FROM nodes n WHERE n.session_id = b.session_id AND n.id = b.node_id)"
+        "(SELECT 1 FROM nodes n WHERE n.tenant = b.tenant "
+        "AND n.session_id = b.session_id AND n.id = b.node_id)"
     ),
 }
 
