@@ -89,6 +89,7 @@ def full_event(timestamp: float = 1_800_000_000.25) -> Event:
             "input_transcription": types.Transcription(text="in", finished=True),
             "output_transcription": types.Transcription(text="out", finished=False),
             "avg_logprobs": -0.5,
+            "cache_creation_token_count": 12,
             "logprobs_result": {"log_probability_sum": -1.5},
             "cache_metadata": {
                 "cache_name": "c",
