@@ -12,7 +12,8 @@
   shown: the same raw read of memstore's own table, whose rows are wider (search text, role);
 - `load_path` to a leaf at depth 100 in a 20,000-node session vs `load_session` — goal >= 20x
   faster;
-- `AsyncSessionStore` vs `SessionStore`, the same appends and loads — goal <= 1.2x;
+- `AsyncSessionStore` vs `SessionStore`, the same appends and loads, by the wall clock and by
+  CPU time — goal <= 1.2x;
 - a session handle's open + `refresh()` on a 3,000-node session vs what they cost before handles
   were light (a `load_session` each) — goal >= 20x faster.
 

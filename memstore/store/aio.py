@@ -74,7 +74,9 @@ def create_async_store_engine(
     **kwargs: Any,
 ) -> AsyncEngine:
     """An async engine for the store (aiosqlite for SQLite, psycopg 3 for PostgreSQL); `schema`
-    and `read_only` as for `create_store_engine`."""
+    and `read_only` as for `create_store_engine`. PostgreSQL's connections read what has arrived
+    without a turn of the event loop (`ready_reads`), unless `connect_args` names its own
+    `async_creator_fn`."""
     reader = ("async_creator", _aiosqlite_reader)
     parsed = store_url(url, ASYNC_DRIVERS, schema, read_only, kwargs, reader)
     with driver_installed(parsed):
