@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -68,13 +68,15 @@ def _cursor(connection: Connection) -> Any:
     return cursor
 
 
-def drive(plan: Plan[T], connection: Connection) -> T:
+def drive(plan: Plan[T], connection: Connection, options: Mapping[str, Any] | None = None) -> T:
     """Run a plan's statements on `connection`, feeding each result back to the plan (or the
     error it raised: the plan may clean up, then re-raise). A transaction begins before the
     first statement that needs one (one already open is joined; a statement `alone` with none
-    open runs outside one: `standalone`). After a `Boundary` step the next transaction begins
-    LOCK_GAP_SECONDS later at the earliest: SQLite's other writers, which retry every 100 ms
-    while they wait, take the write lock in between."""
+    open runs outside one: `standalone`), the connection given `options` (its execution
+    options, which only a transaction reads) first: an append alone is spared setting them.
+    After a `Boundary` step the next transaction begins LOCK_GAP_SECONDS later at the
+    earliest: SQLite's other writers, which retry every 100 ms while they wait, take the write
+    lock in between."""
     released: float | None = None  # when a boundary ended the last transaction
     result: Any
     try:
@@ -93,6 +95,9 @@ def drive(plan: Plan[T], connection: Connection) -> T:
                     if released is not None:
                         time.sleep(max(0.0, released + LOCK_GAP_SECONDS - time.monotonic()))
                         released = None
+                    if options is not None:
+                        connection.execution_options(**options)
+                        options = None
                     connection.begin()
                     result = execute(connection, step)
             except BaseException as error:  # Ctrl-C too: the plan's cleanup runs
@@ -127,8 +132,7 @@ def run(engine: Engine, plan: Plan[T], *, write: bool, action: str, tenant: str 
     that sees `tenant`'s rows on PostgreSQL, with database errors translated (naming `action`);
     what is left uncommitted when it fails is rolled back."""
     with translate_database_errors(action), engine.connect() as connection:
-        connection.execution_options(**_options(write, tenant))
-        result = drive(plan, connection)
+        result = drive(plan, connection, _options(write, tenant))
         connection.commit()
         return result
 
