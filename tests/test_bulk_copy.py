@@ -103,23 +103,25 @@ def test_an_import_keeps_every_character_and_stores_the_rows_an_append_does(
     assert stored(database_url, imported) == stored(database_url, appended)
 
 
-@pytest.fixture
-def refusing(database_url: str) -> str:
-    """A database that refuses, as it stores it, a log record whose text says `refuse-me`."""
+def refusing_in(database_url: str, table: str, column: str) -> str:
+    """The database at `database_url`, made to refuse, as it stores it, a row of `table` whose
+    `column` says `refuse-me`."""
     engine = sqlalchemy.create_engine(
         database_url.replace("postgresql://", "postgresql+psycopg://")
     )
     if engine.dialect.name == "sqlite":
         statements = [
-            "CREATE TRIGGER refuse BEFORE INSERT ON records WHEN NEW.raw LIKE '%refuse-me%' "
+            f"CREATE TRIGGER refuse BEFORE INSERT ON {table} "
+            f"WHEN NEW.{column} LIKE '%refuse-me%' "
             "BEGIN SELECT RAISE(ABORT, 'refused by the test'); END"
         ]
     else:
         statements = [
             "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
-            "IF NEW.raw LIKE '%refuse-me%' THEN RAISE EXCEPTION 'refused by the test'; END IF; "
-            "RETURN NEW; END $$",
-            "CREATE TRIGGER refuse BEFORE INSERT ON records FOR EACH ROW EXECUTE FUNCTION refuse()",
+            f"IF NEW.{column} LIKE '%refuse-me%' THEN RAISE EXCEPTION 'refused by the test'; "
+            "END IF; RETURN NEW; END $$",
+            f"CREATE TRIGGER refuse BEFORE INSERT ON {table} FOR EACH ROW "
+            "EXECUTE FUNCTION refuse()",
         ]
     SessionStore(database_url).close()  # the schema first
     with engine.begin() as connection:
@@ -129,8 +131,39 @@ def refusing(database_url: str) -> str:
     return database_url
 
 
+@pytest.fixture
+def refusing(database_url: str) -> str:
+    """A database that refuses, as it stores it, a log record whose text says `refuse-me`."""
+    return refusing_in(database_url, "records", "raw")
+
+
+@pytest.fixture
+def refusing_turns(database_url: str) -> str:
+    """A database that refuses, as it stores it, a turn that says `refuse-me` (on PostgreSQL,
+    as a batch's staged nodes are moved: `copying`)."""
+    return refusing_in(database_url, "nodes", "turn_json")
+
+
 def contents(url: str) -> dict[str, list[tuple[Any, ...]]]:
     return {table: sorted(rows(url, f"SELECT * FROM {table}"), key=repr) for table in TABLES}
+
+
+def started(store: SessionStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> SessionStore:
+    """`store` with a session "s" of two turns, importing in batches of 50 records (many batches
+    before a refusal)."""
+    monkeypatch.setattr(import_batch, "BATCH_ROWS", 50)
+    earlier = tmp_path / "earlier.jsonl"
+    write_file(earlier, ["one", "two"], "kept")
+    store.import_jsonl(earlier, session_id="s")
+    return store
+
+
+def assert_refused(store: SessionStore, source: Path) -> None:
+    """Importing `source` is refused by the test's trigger, into "s" and into a new session."""
+    with pytest.raises(DatabaseError, match="refused by the test"):
+        store.import_jsonl(source, session_id="s")  # adds to "s": one transaction
+    with pytest.raises(DatabaseError, match="refused by the test"):
+        store.import_jsonl(source, session_id="new")
 
 
 def test_a_refusal_in_the_middle_of_a_bulk_write_leaves_the_database_as_it_was(
@@ -139,11 +172,7 @@ def test_a_refusal_in_the_middle_of_a_bulk_write_leaves_the_database_as_it_was(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(import_batch, "BATCH_ROWS", 50)  # many batches before the refusal
-    store = open_store()
-    earlier = tmp_path / "earlier.jsonl"
-    write_file(earlier, ["one", "two"], "kept")
-    store.import_jsonl(earlier, session_id="s")
+    store = started(open_store(), tmp_path, monkeypatch)
     store.append("other", {"role": "user", "blocks": [{"kind": "text", "text": "hi"}]})
     before = contents(refusing)
     source = tmp_path / "big.jsonl"
@@ -151,8 +180,26 @@ def test_a_refusal_in_the_middle_of_a_bulk_write_leaves_the_database_as_it_was(
     lines = source.read_bytes().split(b"\n")
     lines.insert(len(lines) * 3 // 4, b'{"type":"note","text":"refuse-me"}')
     source.write_bytes(b"\n".join(lines))
-    with pytest.raises(DatabaseError, match="refused by the test"):
-        store.import_jsonl(source, session_id="s")  # adds to "s": one transaction
-    with pytest.raises(DatabaseError, match="refused by the test"):
-        store.import_jsonl(source, session_id="new")
+    assert_refused(store, source)
     assert contents(refusing) == before
+
+
+def test_a_turn_refused_as_its_batch_is_moved_leaves_the_database_as_it_was(
+    open_store: Callable[..., SessionStore],
+    refusing_turns: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    store = started(open_store(), tmp_path, monkeypatch)
+    before = contents(refusing_turns)
+    texts = ["one", "two", *(f"turn {n}" for n in range(400))]
+    source = tmp_path / "big.jsonl"
+    write_file(source, [*texts[:300], "refuse-me", *texts[300:]], "kept")
+    assert_refused(store, source)
+    assert contents(refusing_turns) == before
+    accepted = tmp_path / "accepted.jsonl"
+    ids = write_file(accepted, texts, "kept")  # the connections are usable: it goes in
+    store.import_jsonl(accepted, session_id="new")
+    assert store.load_session("new").size == len(ids)
+    store.export_jsonl("new", tmp_path / "out.jsonl")
+    assert (tmp_path / "out.jsonl").read_bytes() == accepted.read_bytes()

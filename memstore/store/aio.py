@@ -74,13 +74,27 @@ def create_async_store_engine(
     **kwargs: Any,
 ) -> AsyncEngine:
     """An async engine for the store (aiosqlite for SQLite, psycopg 3 for PostgreSQL); `schema`
-    and `read_only` as for `create_store_engine`."""
+    and `read_only` as for `create_store_engine`. PostgreSQL's connections read what has arrived
+    without a turn of the event loop (`ready_reads`), unless `connect_args` names its own
+    `async_creator_fn`."""
     reader = ("async_creator", _aiosqlite_reader)
     parsed = store_url(url, ASYNC_DRIVERS, schema, read_only, kwargs, reader)
     with driver_installed(parsed):
+        if not backend_of(parsed.get_backend_name()).async_in_thread:
+            _reading_what_arrived(kwargs)
         engine = create_async_engine(parsed, **kwargs)
     configure_store_engine(engine.sync_engine, schema=schema, read_only=read_only)
     return engine
+
+
+def _reading_what_arrived(kwargs: dict[str, Any]) -> None:
+    """Connect to PostgreSQL with `ReadyReadsConnection`: a read whose bytes have arrived costs
+    no turn of the event loop (see `ready_reads`), unless the caller connects its own way."""
+    from memstore.store.ready_reads import ReadyReadsConnection
+
+    kwargs.setdefault("connect_args", {}).setdefault(
+        "async_creator_fn", ReadyReadsConnection.connect
+    )
 
 
 def _async_store_engine(

@@ -34,17 +34,24 @@ __all__ = [
     "ImportBatch",
     "ImportReport",
     "Progress",
+    "batch_rows",
     "start_import",
 ]
 
 BATCH_ROWS = 1000
-"""Records inserted (and read back, on export) a batch at a time. Read as
-`BATCH_ROWS` wherever it is used, so that a test can make batches tiny."""
+"""Records inserted (and read back, on export) a batch at a time, times the backend's
+`import_batch_scale` on import (`batch_rows`). Read as `BATCH_ROWS` wherever it is used, so
+that a test can make batches tiny."""
 Progress = Callable[[int, int], None]
 """Called as records are imported: (bytes read so far, records read so far)."""
 FileProgress = Callable[[Path], AbstractContextManager[Progress | None]]
 """Given each file as its import starts: a context around that file's import, giving its
 progress callback (bytes read, records) or None."""
+
+
+def batch_rows(backend: Backend) -> int:
+    """The records an import on `backend` reads, checks and inserts at a time."""
+    return BATCH_ROWS * backend.import_batch_scale
 
 
 def start_import(backend: Backend) -> Plan[None]:
@@ -130,9 +137,10 @@ class ImportBatch:
     def full(self) -> bool:
         """Whether to flush now: enough rows, and not waiting for a node's head line (unless
         the file has nodes without heads, for twice as long)."""
-        if len(self.records) >= 2 * BATCH_ROWS:
+        rows = batch_rows(self.backend)
+        if len(self.records) >= 2 * rows:
             return True
-        return len(self.records) >= BATCH_ROWS and self.records[-1]["kind"] != "node"
+        return len(self.records) >= rows and self.records[-1]["kind"] != "node"
 
     def add_node(self, record: Record) -> None:
         """Queue a checked node record's rows (its `nodes` row now, its block rows as they

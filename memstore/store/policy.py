@@ -64,6 +64,12 @@ class Backend:
     """The planner picks plans from statistics, which may be stale (PostgreSQL): reads that must
     use an index are written so it has no choice (a LATERAL lookup with LIMIT 1 per key, no
     ORDER BY: the rows are sorted in Python)."""
+    import_batch_scale: int
+    """An import reads, checks and inserts this many times `import_batch.BATCH_ROWS` records at
+    a time (`import_batch.batch_rows`). PostgreSQL: 4, since each batch costs statements of
+    its own (the id lookups, a staging table, the copies and their settings), a tenth of an
+    import's CPU at 1 on both sides of the connection; SQLite: 1, its chunks bounding how long
+    a new session's import holds the write lock."""
     import_setup: tuple[str, ...]
     """Statements an import's transaction starts with. PostgreSQL: custom plans, since plans
     cached while the tables were small (say, empty and never analyzed) would keep checking
@@ -137,6 +143,7 @@ SQLITE = Backend(
     writes_text_index=True,
     imports_commit_as_they_go=True,
     cost_based_planner=False,
+    import_batch_scale=1,
     import_setup=(),
     search_setup=(),
     statement_timeout=False,
@@ -163,6 +170,7 @@ POSTGRESQL = Backend(
     writes_text_index=False,
     imports_commit_as_they_go=False,
     cost_based_planner=True,
+    import_batch_scale=4,
     import_setup=("SET LOCAL plan_cache_mode = force_custom_plan",),
     search_setup=("SET LOCAL max_parallel_workers_per_gather = 0",),
     statement_timeout=True,

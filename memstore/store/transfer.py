@@ -60,7 +60,7 @@ __all__ = [
 
 CHUNK_BYTES = 4_000_000
 """At most this many bytes of lines are parsed and checked at a time (with
-`import_batch.BATCH_ROWS`)."""
+`import_batch.batch_rows`)."""
 READ_AHEAD_ROWS, READ_AHEAD_BYTES = 2 * import_batch.BATCH_ROWS, 1_000_000
 """How far a chunk grows (at most) while a chunked import leaves the lock free: a record read
 takes ten times its bytes or more until it is inserted, so memory stays near a plain chunk's."""
@@ -114,12 +114,12 @@ def _import_node(
 
 
 def _in_chunks(
-    records: Iterator[Record], longer: Callable[[], bool] | None = None
+    records: Iterator[Record], rows: int, longer: Callable[[], bool] | None = None
 ) -> Iterator[list[Record]]:
-    """The records, in chunks of `import_batch.BATCH_ROWS` (or fewer, of CHUNK_BYTES): read
-    ahead so that the ids a chunk names are looked up in one query. While `longer()` holds, a
-    chunk grows up to READ_AHEAD_ROWS or READ_AHEAD_BYTES. A line that does not parse is
-    raised after the chunk of the lines before it was handled, as without the read-ahead."""
+    """The records, in chunks of `rows` (`import_batch.batch_rows`; or fewer, of CHUNK_BYTES):
+    read ahead so that the ids a chunk names are looked up in one query. While `longer()`
+    holds, a chunk grows up to READ_AHEAD_ROWS or READ_AHEAD_BYTES. A line that does not parse
+    is raised after the chunk of the lines before it was handled, as without the read-ahead."""
     while True:
         chunk: list[Record] = []
         size = 0
@@ -129,7 +129,7 @@ def _in_chunks(
                 for record in records:
                     chunk.append(record)
                     size += len(record.line.data)
-                    full = len(chunk) >= import_batch.BATCH_ROWS and (
+                    full = len(chunk) >= rows and (
                         longer is None
                         or size >= READ_AHEAD_BYTES
                         or len(chunk) >= READ_AHEAD_ROWS
@@ -293,7 +293,8 @@ def _import_records(
     redaction = options.redaction
     if redaction is not None:
         records = redaction.records(records)
-    for chunk in _in_chunks(records, chunks.reading_ahead if chunks is not None else None):
+    longer = chunks.reading_ahead if chunks is not None else None
+    for chunk in _in_chunks(records, import_batch.batch_rows(backend), longer):
         # The ids these lines name that the session holds already.
         given = _node_lines(path, chunk)
         named = (line.node for line in given.values())
