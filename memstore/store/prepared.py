@@ -37,6 +37,7 @@ __all__ = [
     "Prepared",
     "PreparedRows",
     "as_sqlalchemy_errors",
+    "column_names",
     "named_rows",
     "stream_rows",
 ]
@@ -54,12 +55,41 @@ def _row_class(columns: tuple[str, ...]) -> type[tuple[Any, ...]]:
     return type("PreparedRow", (base,), {"__slots__": (), "_mapping": mapping})
 
 
-def named_rows(description: Sequence[Sequence[Any]] | None, rows: Iterable[Any]) -> list[Any]:
-    """A driver's `rows` as rows named by the cursor's `description` (its columns)."""
-    if description is None:
+def named_rows(columns: Sequence[str] | None, rows: Iterable[Any]) -> list[Any]:
+    """A driver's `rows` as rows named by their `columns` (`column_names`)."""
+    if columns is None:
         return []
-    make = _row_class(tuple(column[0] for column in description))._make  # type: ignore[attr-defined]
+    make = _row_class(tuple(columns))._make  # type: ignore[attr-defined]
     return [make(row) for row in rows]
+
+
+def _rows_statuses() -> frozenset[int]:
+    """psycopg's statuses of a result that gives rows (those its `description` describes)."""
+    try:
+        from psycopg.pq import ExecStatus
+    except ImportError:  # pragma: no cover - the postgres extra is not installed
+        return frozenset()
+    names = ("TUPLES_OK", "SINGLE_TUPLE", "TUPLES_CHUNK")  # the last since psycopg 3.2
+    return frozenset(int(getattr(ExecStatus, name)) for name in names if hasattr(ExecStatus, name))
+
+
+_ROWS_STATUSES = _rows_statuses()
+_ABSENT: Any = object()
+
+
+def column_names(cursor: Any) -> tuple[str, ...] | None:
+    """The names of the columns of the rows the cursor's statement gave; None for a statement
+    that gives none. On psycopg they are read off the result: its `description` builds an
+    object per column with its type's details, per statement (about 5% of a PostgreSQL
+    append's CPU in Python), where a row needs only the names, which memstore writes in
+    ASCII."""
+    result = getattr(cursor, "pgresult", _ABSENT)
+    if result is _ABSENT:  # sqlite3's (and aiosqlite's) cursor: a tuple per column already
+        description = cursor.description
+        return None if description is None else tuple(column[0] for column in description)
+    if not result or not (result.nfields or result.status in _ROWS_STATUSES):
+        return None
+    return tuple(result.fname(index).decode() for index in range(result.nfields))
 
 
 class PreparedRows(list[tuple[Any, ...]]):
@@ -206,8 +236,8 @@ class Prepared:
                 cursor.execute(compiled.sql, compiled.parameters(params))
             else:
                 cursor.executemany(compiled.sql, compiled.driver_params(params))
-            description = cursor.description
-            rows = named_rows(description, cursor.fetchall() if description is not None else ())
+            columns = column_names(cursor)
+            rows = named_rows(columns, cursor.fetchall() if columns is not None else ())
             return PreparedRows(rows, cursor.rowcount)
 
     async def run_async(self, connection: Any, dialect: Dialect, params: Params) -> PreparedRows:
@@ -220,9 +250,9 @@ class Prepared:
                     await cursor.execute(compiled.sql, compiled.parameters(params))
                 else:
                     await cursor.executemany(compiled.sql, compiled.driver_params(params))
-                description = cursor.description
-                fetched = await cursor.fetchall() if description is not None else ()
-                return PreparedRows(named_rows(description, fetched), cursor.rowcount)
+                columns = column_names(cursor)
+                fetched = await cursor.fetchall() if columns is not None else ()
+                return PreparedRows(named_rows(columns, fetched), cursor.rowcount)
 
 
 _cursor_names = itertools.count()
@@ -245,7 +275,7 @@ def stream_rows(
         with as_sqlalchemy_errors(compiled.sql):
             cursor.execute(compiled.sql, compiled.parameters(params))
             while rows := cursor.fetchmany(STREAM_ROWS):
-                yield from named_rows(cursor.description, rows)
+                yield from named_rows(column_names(cursor), rows)
     finally:
         cursor.close()
 

@@ -18,10 +18,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, TypeGuard
 
+from sqlalchemy import Connection, Dialect
+from sqlalchemy.pool import PoolProxiedConnection
+
 from memstore.store.prepared import Params, Prepared, PreparedRows
 
 if TYPE_CHECKING:
-    from sqlalchemy import Connection
     from sqlalchemy.ext.asyncio import AsyncConnection
 
 __all__ = ["is_alone", "run_alone", "run_alone_async"]
@@ -35,15 +37,22 @@ def is_alone(step: object) -> TypeGuard[tuple[Prepared, Params]]:
 
 
 def run_alone(
-    connection: Connection, cursor: Any, prepared: Prepared, params: Params
+    connection: Connection | PoolProxiedConnection,
+    dialect: Dialect,
+    cursor: Any,
+    prepared: Prepared,
+    params: Params,
 ) -> PreparedRows:
-    """Run `prepared` on `cursor` (of `connection`'s DBAPI connection) in autocommit: psycopg's,
-    or SQLAlchemy's adapter of its asyncio one (the async store runs `sync.run` in a greenlet)."""
-    driver: Any = connection.connection.dbapi_connection
+    """Run `prepared` on `cursor` (of the DBAPI connection under `connection`: a Connection's,
+    or one the pool lent without a Connection around it, see `sync.run`) in autocommit:
+    psycopg's, or SQLAlchemy's adapter of its asyncio one (the async store runs `sync.run` in a
+    greenlet)."""
+    pooled = connection.connection if isinstance(connection, Connection) else connection
+    driver: Any = pooled.dbapi_connection
     was = driver.autocommit
     driver.autocommit = True
     try:
-        return prepared.run(cursor, connection.dialect, params)
+        return prepared.run(cursor, dialect, params)
     finally:
         if driver.info.transaction_status == _IDLE:
             driver.autocommit = was

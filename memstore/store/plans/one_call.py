@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 from sqlalchemy import text
 from sqlalchemy.dialects import postgresql
 
@@ -91,6 +92,17 @@ def refuse(session_id: str, row: Sequence[Any], expected: str | Unset | None, se
         raise RuntimeError(f"memstore_append answered {outcome!r} for {sent}")
 
 
+def _sent(rows: list[dict[str, Any]]) -> str:
+    """The JSON text of the call's node or block rows, which the function reads as jsonb: not
+    hashed nor kept as text, so any JSON of the same values does, and orjson's needs no check
+    against `JSON.stringify`'s (`jsjson.dumps`, which writes what orjson refuses: a lone
+    surrogate, an integer beyond 2**53-1)."""
+    try:
+        return orjson.dumps(rows, option=orjson.OPT_STRICT_INTEGER).decode()
+    except orjson.JSONEncodeError:
+        return jsjson.dumps(rows)
+
+
 def _usage_tail(usage: NodeUsage | None) -> str | None:
     """A usage line (with its newline) from after the node's id, which the function writes."""
     if usage is None:
@@ -132,8 +144,8 @@ def _params(
     return {
         "session_id": session_id,
         "now": now,
-        "nodes": jsjson.dumps(sent_nodes),
-        "blocks": jsjson.dumps(blocks),
+        "nodes": _sent(sent_nodes),
+        "blocks": _sent(blocks),
         "usage": tails + [None] * (len(turns) - len(tails)) if any(tails) else None,
     }
 
@@ -171,23 +183,29 @@ def store_from_head(
     alone: bool = False,
 ) -> Plan[list[SessionNode]]:
     """Chain `turns` (made at `stamp`) onto the session's head, which the call finds and
-    hashes the ids from, and move the head to the last; the nodes stored. `alone`: as for
+    hashes the ids from, and move the head to the last; the nodes stored, under the ids the
+    call stored them by (`hash_node`'s: not hashed here again). `alone`: as for
     `store_chain`."""
     params = _params(session_id, now, turns, [stamp] * len(turns), usages)
     answer = yield from _call(session_id, params, None, UNSET, alone)
-    chain = chain_nodes(answer.head, turns, stamp)
     if answer.outcome == "rehash":  # a head whose JSON the function does not write itself
-        answer = yield from _call(session_id, params, chain, UNSET, alone)  # the first wrote none
-    if answer.ids != [node.id for node in chain]:  # pragma: no cover - both hash one payload
-        raise RuntimeError(f"session {session_id!r}: memstore_append hashed other node ids")
-    return chain
+        chain = chain_nodes(answer.head, turns, stamp)
+        yield from _call(session_id, params, chain, UNSET, alone)  # the first wrote none
+        return chain
+    return chain_nodes(answer.head, turns, stamp, answer.ids)
 
 
-def chain_nodes(parent: str | None, turns: Sequence[Turn], created_at: int) -> list[SessionNode]:
-    """`turns` as a chain of content-addressed nodes under `parent`, all made at `created_at`."""
+def chain_nodes(
+    parent: str | None,
+    turns: Sequence[Turn],
+    created_at: int,
+    ids: Sequence[str] | None = None,
+) -> list[SessionNode]:
+    """`turns` as a chain of content-addressed nodes under `parent`, all made at `created_at`;
+    `ids`: their ids as the function hashed them (else hashed here)."""
     chain: list[SessionNode] = []
-    for turn in turns:
-        node_id = hash_node(parent, turn, created_at)
+    for index, turn in enumerate(turns):
+        node_id = hash_node(parent, turn, created_at) if ids is None else ids[index]
         chain.append(SessionNode._stored(node_id, parent, turn, created_at))
         parent = node_id
     return chain
