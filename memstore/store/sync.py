@@ -148,6 +148,7 @@ def run(engine: Engine, plan: Plan[T], *, write: bool, action: str, tenant: str 
         with engine.connect() as connection:
             result = drive(plan, connection, _options(write, tenant), step)
             connection.commit()
+            writer_turns.release(connection.connection.info)  # not after the pool's checkin
             return result
 
 

@@ -261,6 +261,8 @@ def _append_turns(
 ) -> Plan[list[SessionNode]]:
     if not turns:
         return []
+    for turn in turns:  # serialized here, before the writer lock (the ids hash it, rows keep it)
+        turn.json_text()
     now = now_ms()
     stamp = now if created_at is None else created_at
     if backend.appends_in_one_call and one_call.fits(turns):  # PostgreSQL: see `one_call`
