@@ -7,6 +7,7 @@ store variant (SQLite takes its statements: the same behaviour is the point)."""
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 
 import pytest
@@ -188,3 +189,156 @@ def test_the_migration_installs_and_drops_the_function(postgres_url: str) -> Non
     finally:
         engine.dispose()
         store.close()
+
+
+def _node(text: str, stamp: int = T0) -> dict[str, object]:
+    """A node as the client sends it to the function: one text block, no search words."""
+    turn_json = json.dumps({"role": "user", "blocks": [{"kind": "text", "text": text}]})
+    return {
+        "turn_json": turn_json,
+        "role": "user",
+        "created_at": stamp,
+        "created_json": str(stamp),
+        "search_chars": "",
+        "search_vector": "",
+        "search_chars_vector": "",
+    }
+
+
+# Calls of `memstore_append` (session, check, expected, ids, parent, nodes), in order: every
+# answer and every refusal, with the ids written out or hashed by the function.
+_CALLS: list[tuple[str, bool, str | None, list[str] | None, str | None, list[str]]] = [
+    ("a", False, None, None, None, ["one", "two"]),  # a new session, ids hashed
+    ("a", True, None, None, None, ["late"]),  # moved: the head is not None
+    ("new", True, "x", None, None, ["late"]),  # moved: no session
+    ("new", False, None, ["k"], "nowhere", ["x"]),  # unknown parent, no session
+    ("b", False, None, ["r", "c"], None, ["one", "two"]),  # ids given
+    ("b", False, None, ["r"], None, ["other"]),  # conflict: another content
+    ("b", False, None, ["d", "r"], "c", ["three", "one"]),  # conflict after a new node
+    ("b", False, None, ["e", "e"], "c", ["four", "four"]),  # conflict within the chain
+    ("b", False, None, ["f", "g", "f"], "c", ["5", "6", "5"]),  # ... further down it
+    ("b", True, "c", ["r", "c"], None, ["one", "two"]),  # the same nodes again: the head moves
+    ("b", False, None, None, None, ["seven"]),  # hashed from a head of 'c'
+    ("q", False, None, ['q"uote'], None, ["one"]),  # a head the function cannot write as JSON
+    ("q", False, None, None, None, ["two"]),  # rehash
+    ("q", False, None, ["z"], "gone", ["two"]),  # unknown parent
+    ("i", False, None, None, None, ["one"]),
+    ("i", False, None, None, None, ["two"]),  # importing (set below before this call)
+]
+_IMPORTING_BEFORE = 15
+
+
+def _run_calls(connection: sqlalchemy.Connection, prefix: str) -> list[tuple[object, ...]]:
+    """Make `_CALLS` on sessions named with `prefix`; the function's answers."""
+    call = sqlalchemy.text(
+        "SELECT outcome, head, importing, ids, detail FROM memstore_append("
+        "'', :session, 7, :check, :expected, CAST(:ids AS text[]), :parent, "
+        "CAST(:nodes AS jsonb), CAST(:blocks AS jsonb), CAST(:usage AS text[]))"
+    )
+    answers = []
+    for number, (session, check, expected, ids, parent, texts) in enumerate(_CALLS):
+        if number == _IMPORTING_BEFORE:
+            connection.execute(
+                sqlalchemy.text("UPDATE sessions SET importing = 'job' WHERE id = :id"),
+                {"id": prefix + session},
+            )
+        blocks = [
+            {"n": n, "position": 0, "kind": "text", "is_error": 0} for n in range(1, len(texts) + 1)
+        ]
+        row = connection.execute(
+            call,
+            {
+                "session": prefix + session,
+                "check": check,
+                "expected": expected,
+                "ids": ids,
+                "parent": parent,
+                "nodes": json.dumps([_node(text) for text in texts]),
+                "blocks": json.dumps(blocks),
+                "usage": [',"input":1}\n'] + [None] * (len(texts) - 1),
+            },
+        ).one()
+        answers.append(tuple(row))
+        connection.commit()
+    return answers
+
+
+def _rows(connection: sqlalchemy.Connection, prefix: str) -> list[tuple[object, ...]]:
+    """Every row of the sessions `prefix` names, without the prefix or the serial keys."""
+    rows: list[tuple[object, ...]] = []
+    for query in (
+        "SELECT substr(id, :cut), head, importing, created_at, updated_at FROM sessions",
+        "SELECT substr(session_id, :cut), id, parent_id, created_at, turn_json FROM nodes",
+        "SELECT substr(session_id, :cut), node_id, position, kind FROM node_blocks",
+        "SELECT substr(session_id, :cut), kind, node_id, raw FROM records",
+    ):
+        where = " WHERE starts_with(" + ("id" if "FROM sessions" in query else "session_id")
+        found = connection.execute(
+            sqlalchemy.text(query + where + ", :prefix) ORDER BY 1, 2, 3, 4"),
+            {"cut": len(prefix) + 1, "prefix": prefix},
+        )
+        rows += [tuple(row) for row in found]
+    return rows
+
+
+def test_the_function_without_a_subtransaction_answers_and_writes_as_0037s(
+    postgres_url: str,
+) -> None:
+    """Migration 0038's function, which checks before it writes, answers every call as 0037's
+    (whose refusals undid their writes) and leaves the same rows."""
+    store = SessionStore(postgres_url)
+    engine = create_store_engine(postgres_url)
+    try:
+        with engine.connect() as connection:
+            new = _run_calls(connection, "new:"), _rows(connection, "new:")
+        store.downgrade_schema("0037")
+        with engine.connect() as connection:
+            old = _run_calls(connection, "old:"), _rows(connection, "old:")
+        store.upgrade_schema(HEAD_REVISION)
+    finally:
+        engine.dispose()
+        store.close()
+    assert new == old
+    assert [answer[0] for answer in new[0]] == [
+        *("ok", "moved", "moved", "unknown_parent", "ok", "conflict", "conflict", "conflict"),
+        *("conflict", "ok", "ok", "ok", "rehash", "unknown_parent", "ok", "importing"),
+    ]
+
+
+def test_a_call_that_finds_no_session_while_another_makes_it_chains_onto_its_head(
+    postgres_url: str,
+) -> None:
+    """A session another transaction is making (not committed) is not there for a call's read:
+    the call's insert of the session waits for that transaction, then the call reads the row
+    it made and hangs its chain from its head."""
+    SessionStore(postgres_url).close()  # the schema made
+    engine = create_store_engine(postgres_url)
+    call = sqlalchemy.text(
+        "SELECT outcome, head, ids FROM memstore_append('', 'z', 7, false, NULL, NULL, NULL, "
+        "CAST(:nodes AS jsonb), '[]', NULL)"
+    )
+    answers: dict[str, tuple[object, ...]] = {}
+    try:
+        with engine.connect() as first, engine.connect() as second:
+            answers["first"] = tuple(first.execute(call, {"nodes": json.dumps([_node("a")])}).one())
+
+            def later() -> None:
+                nodes = json.dumps([_node("b")])
+                answers["second"] = tuple(second.execute(call, {"nodes": nodes}).one())
+                second.commit()
+
+            waiting = threading.Thread(target=later)
+            waiting.start()
+            waiting.join(timeout=1)
+            assert waiting.is_alive()  # waits for the first transaction's session row
+            first.commit()
+            waiting.join()
+    finally:
+        engine.dispose()
+    made_ids = answers["first"][2]
+    assert isinstance(made_ids, list)
+    made = made_ids[0]
+    assert answers["first"][:2] == ("ok", None)
+    assert answers["second"][:2] == ("ok", made)
+    with SessionStore(postgres_url) as store:
+        assert [node.parent for node in store.load_path_nodes("z")] == [None, made]

@@ -7,7 +7,7 @@ to the server; the function runs them all there. The plan yields one call with e
 rows need, derived in Python as before (`rows.stored_rows`: the single source of the columns);
 the ids of a chain hung from the head are hashed by the function, since only it knows the head.
 What the function answers other than 'ok' is mapped to memstore's errors here (`refuse`), after
-it wrote nothing (since migration 0033 the function undoes a refused call's writes itself). A
+it wrote nothing (since migration 0038 the function checks everything before it writes). A
 call the plan writes nothing else with is yielded `alone`: with no transaction open, the driver
 runs it as one of its own, one round trip instead of BEGIN, the call and COMMIT (`standalone`).
 SQLite keeps its statements: they run in-process, no round trips to save.
