@@ -322,6 +322,21 @@ def test_a_prune_needs_a_filter_and_good_arguments(store: SessionStore) -> None:
     assert store.session_info("s").node_count == 1
 
 
+@pytest.mark.parametrize("now", ["x", 1.5, -1, 2**63, datetime(2030, 1, 1)])
+def test_a_prune_refuses_a_now_that_is_no_time(store: SessionStore, now: Any) -> None:
+    """A `now` that is no epoch ms is refused by name on both backends (SQLite compared a
+    string as later than every time, so every session had expired; PostgreSQL's error was
+    its own SQL), and nothing is deleted."""
+    store.append("s", say("hello"))
+    store.update_session("s", expires_at=5 * DAY)
+    with pytest.raises(InvalidArgumentError, match=r"^now "):
+        store.prune(expired=True, dry_run=False, now=now)
+    assert store.list_sessions() == ["s"]
+    assert [s.id for s in store.prune(expired=True, now=6 * DAY).sessions] == ["s"]
+    when = datetime(1970, 1, 7, tzinfo=UTC)
+    assert [s.id for s in store.prune(expired=True, now=when).sessions] == ["s"]
+
+
 # --- a prune's report is what it deletes, over random DAGs ----------------------------------
 
 

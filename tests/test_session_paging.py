@@ -85,6 +85,8 @@ def test_the_time_window_bounds_updated_at_exclusively(store: SessionStore) -> N
         ({"updated_before": "yesterday"}, "updated_before"),
         ({"updated_after": datetime(2026, 1, 1)}, "time zone"),
         ({"limit": 0}, "whole number >= 1"),
+        ({"updated_after": 2**70}, "updated_after is epoch milliseconds"),
+        ({"updated_before": -(2**63) - 1}, "updated_before is epoch milliseconds"),
     ],
 )
 def test_bad_paging_arguments_are_refused_clearly(
