@@ -266,8 +266,33 @@ def test_refused_input_changes_nothing(
         store.erase(subject=('a"b', "x"), reason="r", dry_run=False)
     with pytest.raises(InvalidArgumentError):
         store.erase(session_id="s", subject=("k", "v"), reason="r", dry_run=False)
+    with pytest.raises(InvalidArgumentError, match=r"^now "):
+        store.erase(session_id="s", reason="r", now="soon", dry_run=False)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="limit"):
+        store.erasures(limit=-1)
     assert everything_sql(database_url) == before
     assert store.erasures() == []
+
+
+def test_a_reason_or_subject_the_database_cannot_store_is_refused_by_name(
+    open_store: Callable[..., SessionStore], database_url: str
+) -> None:
+    """PostgreSQL's text holds no NUL: a reason or subject with one is an InvalidArgumentError
+    naming it there (it was the driver's DatabaseError, also in a dry run); SQLite erases."""
+    store = open_store()
+    store.append("s", said("hello", "u-1"))
+    before = everything_sql(database_url)
+    calls: list[Callable[[], object]] = [
+        lambda: store.erase(session_id="s", reason="request\x00 17", dry_run=False),
+        lambda: store.erase(subject=("user_id", "u-1\x00"), reason="r"),
+    ]
+    for call, name in zip(calls, ("reason", "subject value"), strict=True):
+        if database_url.startswith("postgresql"):
+            with pytest.raises(InvalidArgumentError, match=f"^{name} holds a NUL"):
+                call()
+            assert everything_sql(database_url) == before
+        else:
+            call()
 
 
 def test_a_subject_named_only_in_session_metadata_erases_those_sessions(
