@@ -18,6 +18,7 @@ from memstore.cli._common import (
     emit_json,
     friendly_errors,
     json_record,
+    listed_short_ids,
     open_store,
     out,
 )
@@ -67,8 +68,9 @@ def _reached_json(sessions: Iterable[str], nodes: Mapping[str, Iterable[str]]) -
     }
 
 
-def _report_lines(report: ErasureReport) -> list[str]:
-    """The report as `prune` words its own: what goes, then the totals and what to do next."""
+def _report_lines(report: ErasureReport, listed: Mapping[str, str]) -> list[str]:
+    """The report as `prune` words its own: what goes (each session's nodes as `listed`
+    names them), then the totals and what to do next."""
     verb = "erased" if report.erased else "would erase"
     held = {session: report.session_nodes.get(session, 0) for session in report.sessions}
     lines = [
@@ -77,7 +79,7 @@ def _report_lines(report: ErasureReport) -> list[str]:
     ]
     lines += [
         f"{verb} {counted(len(ids), 'node', '0 nodes')} in session {escape(session)} "
-        f"(tombstones): {' '.join(ids)}"
+        f"(tombstones): {listed[session]}"
         for session, ids in sorted(report.nodes.items())
     ]
     summaries = f", {report.summaries} of them summaries" if report.summaries else ""
@@ -142,6 +144,7 @@ def erase(
             reason=reason, session_id=session, node_id=node, subject=pair, dry_run=dry_run
         )
         vacuum_needed = store.backend.secure_delete
+        listed = {} if as_json else listed_short_ids(store, report.nodes)
     if as_json:
         emit_json(
             {
@@ -156,7 +159,7 @@ def erase(
             }
         )
         return
-    lines = _report_lines(report)
+    lines = _report_lines(report, listed)
     if report.erased and vacuum_needed:
         lines.append("run `memstore vacuum` to leave none of the erased bytes in the file")
     for line in lines:

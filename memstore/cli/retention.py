@@ -17,6 +17,7 @@ from memstore.cli._common import (
     existing_session,
     friendly_errors,
     json_record,
+    listed_short_ids,
     open_store,
     out,
     time_option,
@@ -107,6 +108,8 @@ def prune(
         report = store.prune(
             older_than=older, tag=tag, expired=expired, unreachable=unreachable, dry_run=dry_run
         )
+        branches = {branch.session_id: branch.node_ids for branch in report.branches}
+        listed = {} if as_json else listed_short_ids(store, branches)
     if as_json:
         emit_json(
             {
@@ -137,7 +140,7 @@ def prune(
     ]
     lines += [
         f"{verb} {counted(len(branch.node_ids), 'node', '0 nodes')} no head reaches in session "
-        f"{escape(branch.session_id)} ({branch.bytes:,} bytes): {' '.join(branch.node_ids)}"
+        f"{escape(branch.session_id)} ({branch.bytes:,} bytes): {listed[branch.session_id]}"
         for branch in report.branches
     ]
     total = (
