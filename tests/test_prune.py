@@ -460,7 +460,7 @@ def test_memstore_prune_reports_then_deletes_with_yes(database_url: str) -> None
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        ((), "prune needs a filter"),
+        ((), "prune needs a filter: --older-than, --tag, --expired or --unreachable"),
         (("--older-than", "90"), "--older-than: '90' is no duration"),
         (("--older-than", "-1d"), "--older-than: '-1d' is no duration"),
     ],

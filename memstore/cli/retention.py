@@ -104,6 +104,11 @@ def prune(
     `--yes` deletes exactly that, in one transaction. SQLite's file shrinks after `VACUUM`.
     """
     older = _duration(older_than, "--older-than")
+    if older is None and tag is None and not expired and not unreachable:
+        raise InvalidArgumentError(
+            "prune needs a filter: --older-than, --tag, --expired or --unreachable (none would "
+            "delete every session)"
+        )
     with open_store(ctx, tenant=tenant, read_only=dry_run) as store:
         report = store.prune(
             older_than=older, tag=tag, expired=expired, unreachable=unreachable, dry_run=dry_run
