@@ -178,7 +178,10 @@ app.add_typer(expiry_app, name="expiry")
 
 
 def _written_duration(ms: int) -> str:
-    """A duration in ms as `_duration` reads it, in the largest unit that divides it."""
+    """A duration in ms as `_duration` reads it, in the largest unit that divides it (none:
+    `0s`)."""
+    if ms == 0:
+        return "0s"
     for unit, seconds in sorted(_DURATION_UNITS.items(), key=lambda item: -item[1]):
         if ms % (seconds * 1000) == 0:
             return f"{ms // (seconds * 1000)}{unit}"
