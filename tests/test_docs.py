@@ -157,6 +157,26 @@ def test_the_files_the_site_includes_link_nothing_by_a_relative_path() -> None:
             assert relative == [], included
 
 
+def test_the_api_reference_documents_what_the_stores_take_and_return() -> None:
+    """Each exported class a store method's signature names is in the API reference (the
+    reports of erase, paging and usage were missing)."""
+    import inspect
+
+    import memstore
+
+    page = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
+    named: set[str] = set()
+    for method_name, method in inspect.getmembers(memstore.SessionStore, callable):
+        if not method_name.startswith("_"):
+            named |= set(re.findall(r"\w+", str(inspect.signature(method))))
+    classes = {
+        name
+        for name in named & set(memstore.__all__)
+        if inspect.isclass(getattr(memstore, name)) and not name.endswith("Error")
+    }
+    assert sorted(name for name in classes if f"::: memstore.{name}" not in page) == []
+
+
 def test_every_page_is_in_the_site_navigation() -> None:
     config = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
     for page in (ROOT / "docs").rglob("*.md"):
