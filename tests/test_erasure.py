@@ -463,6 +463,8 @@ def test_memstore_erase_of_a_session_counts_the_nodes_it_holds(
     assert code == 0, dry
     assert "would erase session s whole (deleted): 3 nodes" in dry
     assert "would erase 1 session and 3 nodes;" in dry
+    code, listed, _ = invoke(sqlite_url, *erase, "--json")
+    assert json.loads(listed)["sessions"] == [{"sessionId": "s", "nodeCount": 3}]  # and --json
     code, done, _ = invoke(sqlite_url, *erase, "--yes")
     assert code == 0, done
     assert "erased session s whole (deleted): 3 nodes" in done

@@ -56,11 +56,21 @@ def _target_json(scope: str, target: str) -> dict[str, Any]:
     return {"sessionId": target}
 
 
-def _reached_json(sessions: Iterable[str], nodes: Mapping[str, Iterable[str]]) -> dict[str, Any]:
-    """The sessions deleted whole and the nodes tombstoned, as both commands' `--json` lists
-    them."""
+def _reached_json(
+    sessions: Iterable[str],
+    nodes: Mapping[str, Iterable[str]],
+    held: Mapping[str, int] | None = None,
+) -> dict[str, Any]:
+    """The sessions deleted whole (with the nodes each `held`, when known: `erase` reports
+    them, a receipt does not keep them) and the nodes tombstoned, as both commands' `--json`
+    lists them."""
     return {
-        "sessions": [{"sessionId": session_id} for session_id in sessions],
+        "sessions": [
+            {"sessionId": session_id}
+            if held is None
+            else {"sessionId": session_id, "nodeCount": held.get(session_id, 0)}
+            for session_id in sessions
+        ],
         "nodes": [
             {"sessionId": session_id, "nodeIds": list(ids)}
             for session_id, ids in sorted(nodes.items())
@@ -153,7 +163,7 @@ def erase(
                 "scope": report.scope,
                 "target": _target_json(report.scope, report.target),
                 "reason": report.reason,
-                **_reached_json(report.sessions, report.nodes),
+                **_reached_json(report.sessions, report.nodes, report.session_nodes),
                 "nodeCount": report.node_count,
                 "summaries": report.summaries,
             }
