@@ -452,6 +452,30 @@ def test_a_session_field_holding_a_nul_is_refused_where_the_database_cannot_stor
         assert store.list_sessions() == []
 
 
+def test_a_session_field_holding_a_lone_surrogate_is_refused_by_name_on_every_backend(
+    store: SessionStore,
+) -> None:
+    """A lone surrogate is not text: a tag raised a bare UnicodeEncodeError, metadata a
+    DatabaseError on PostgreSQL (SQLite stored it escaped); now one error names the field, and
+    nothing is written."""
+    store.update_session("s", title="kept", tags=["kept"], metadata={"kept": 1})
+    fields: list[dict[str, Any]] = [
+        {"title": "a\ud800"},
+        {"tags": ["ok", "\udfffb"]},
+        {"metadata": {"deep": [{"x": "a\ud800"}]}},
+        {"metadata": {"\ud800": 1}},
+    ]
+    named = ["title", "tags[1]", "metadata['deep'][0]['x']", "metadata key '\\ud800'"]
+    for given, name in zip(fields, named, strict=True):
+        with pytest.raises(InvalidArgumentError) as caught:
+            store.update_session("s", **given)
+        assert str(caught.value) == (
+            f"{name} holds a lone surrogate, which is not text (no database stores it): remove it"
+        )
+    info = store.session_info("s")
+    assert (info.title, info.tags, info.metadata) == ("kept", ("kept",), {"kept": 1})
+
+
 def test_a_forks_or_merges_metadata_holding_a_nul_is_refused_where_the_database_cannot_store_it(
     store: SessionStore,
 ) -> None:

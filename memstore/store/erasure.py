@@ -14,7 +14,7 @@ from memstore.store.operation import OnEngine, Program, operation
 from memstore.store.plans.contract import now_ms
 from memstore.store.plans.erasure import ErasureReport, erase, erasures_of, target_of
 from memstore.store.plans.paging import epoch_ms
-from memstore.store.plans.sessions import refuse_nul
+from memstore.store.plans.sessions import refuse_unstorable
 
 __all__ = ["Erasure"]
 
@@ -70,14 +70,13 @@ class Erasure(Exchange):
 
         Raises:
             InvalidArgumentError: no reason, or not one of a session, a node or a subject; a
-                reason or subject the database cannot store (PostgreSQL: a NUL character); a
-                `now` that is no epoch ms >= 0 or aware datetime.
+                reason or subject the database cannot store (a lone surrogate; on PostgreSQL, a
+                NUL character); a `now` that is no epoch ms >= 0 or aware datetime.
             UnknownSessionError, UnknownNodeError: nothing to erase by that name; nothing
                 was written.
         """
         target = target_of(session_id, node_id, subject, reason)
-        if not self.backend.text_holds_nul:
-            refuse_nul(self.backend, {"reason": reason, "subject value": target.value or ""})
+        refuse_unstorable(self.backend, {"reason": reason, "subject value": target.value or ""})
         moment = epoch_ms(now, "now", minimum=0)
         plan = erase(
             self.backend, target, reason, now_ms() if moment is None else moment, erase_=not dry_run

@@ -44,7 +44,7 @@ from memstore.store.tables import (
     session_tags,
     sessions,
 )
-from memstore.types import validate_session_id
+from memstore.types import is_storable_text, validate_session_id
 from memstore.usage import cost_total
 
 __all__ = [
@@ -370,30 +370,39 @@ def metadata_object(backend: Backend, field: str, value: object) -> dict[str, An
     that `backend` can store; `field` names it in the error (e.g. "metadata of session 'a'")."""
     if not isinstance(value, Mapping) or not all(isinstance(key, str) for key in value):
         raise InvalidArgumentError(f"{field}: a mapping with string keys, not {value!r}")
-    if not backend.text_holds_nul:
-        refuse_nul(backend, {field: value})
+    refuse_unstorable(backend, {field: value})
     return dict(value)
 
 
-def refuse_nul(backend: Backend, fields: Mapping[str, object]) -> None:
+def refuse_unstorable(backend: Backend, fields: Mapping[str, object]) -> None:
     """Refuse the first string among `fields` (or keys, values and items inside them, at any
-    depth) that holds a NUL character, naming where it is: `backend` cannot store it."""
+    depth) that `backend` cannot store, naming where it is: a lone surrogate (not text, on
+    every backend) or a NUL character (where the backend's text cannot hold one)."""
     pending = list(fields.items())
     while pending:
         name, value = pending.pop()
+        texts: list[tuple[str, str]] = []
         if isinstance(value, str):
-            found = name if "\x00" in value else None
+            texts.append((name, value))
         elif isinstance(value, Mapping):
-            found = next((f"{name} key {key!r}" for key in value if "\x00" in str(key)), None)
+            texts.extend((f"{name} key {key!r}", key) for key in value if isinstance(key, str))
             pending.extend((f"{name}[{key!r}]", item) for key, item in value.items())
-        else:
-            found = None
-            if isinstance(value, list | tuple):
-                pending.extend((f"{name}[{index}]", item) for index, item in enumerate(value))
-        if found is not None:
-            raise InvalidArgumentError(
-                f"{found} holds a NUL character, which {backend.label} cannot store: remove it"
-            )
+        elif isinstance(value, list | tuple):
+            pending.extend((f"{name}[{index}]", item) for index, item in enumerate(value))
+        for where, text in texts:
+            _refuse_unstorable_text(backend, where, text)
+
+
+def _refuse_unstorable_text(backend: Backend, where: str, text: str) -> None:
+    if "\x00" in text and not backend.text_holds_nul:
+        raise InvalidArgumentError(
+            f"{where} holds a NUL character, which {backend.label} cannot store: remove it"
+        )
+    if not is_storable_text(text.replace("\x00", "")):
+        raise InvalidArgumentError(
+            f"{where} holds a lone surrogate, which is not text (no database stores it): "
+            "remove it"
+        )
 
 
 def update_session(
@@ -418,8 +427,7 @@ def update_session(
         values["meta"] = (
             None if metadata is None else metadata_object(backend, "metadata", metadata)
         )
-    if not backend.text_holds_nul:
-        refuse_nul(backend, {"title": title, "tags": tags})
+    refuse_unstorable(backend, {"title": title, "tags": tags})
     yield from ensure_session(backend, session_id, now_ms())
     if not isinstance(title, Unset):
         values["title"] = title
