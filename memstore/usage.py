@@ -16,7 +16,7 @@ from typing import Any
 from memstore import jsjson
 from memstore.errors import InvalidArgumentError
 from memstore.estimate import estimate_context_tokens
-from memstore.types import TurnLike
+from memstore.types import TurnLike, is_storable_text
 
 __all__ = [
     "USAGE_RECORD",
@@ -78,8 +78,11 @@ class NodeUsage:
             )
         for name in _TEXTS:
             value = getattr(self, name)
-            if value is not None and not isinstance(value, str):
-                raise InvalidArgumentError(f"usage field {name!r} is a string, not {value!r}")
+            if value is not None and not (isinstance(value, str) and is_storable_text(value)):
+                raise InvalidArgumentError(
+                    f"usage field {name!r} is a string without NUL or lone surrogates (which "
+                    f"a database cannot store), not {value!r}"
+                )
 
     def row(self) -> dict[str, Any]:
         """The `node_usage` columns (but the session and node)."""

@@ -80,6 +80,8 @@ def test_append_many_takes_one_usage_for_the_last_turn_or_one_per_turn(
         ({"cost_usd": float("nan")}, "cost_usd"),
         ({"cost_usd": True}, "cost_usd"),
         ({"model": 3}, "model"),
+        ({"model": "gpt\x00"}, "'model' is a string without NUL or lone surrogates"),
+        ({"provider": "open\ud800ai"}, "'provider' is a string without NUL"),
         ({"tokens": 3}, "tokens"),
         ([{"input_tokens": 1}], "one entry per turn"),
         ("lots", "not str"),
