@@ -14,6 +14,11 @@ from typing import Any
 import pytest
 import sqlalchemy
 from agents.usage import Usage
+from openai.types.responses.response_usage import (
+    InputTokensDetails,
+    InputTokensDetailsCacheWriteTokensDetails,
+    OutputTokensDetails,
+)
 
 from memstore import BranchError, MemstoreError, SessionClosedError, SessionStore
 from memstore.integrations._history import AnyStore
@@ -270,6 +275,53 @@ def test_run_usage_is_in_node_usage_so_memstore_totals_count_it(
             "output_tokens": 40 + 30,
             "total_tokens": 110 + 80 + 9,
             "total_turns": 3,
+        }
+
+    with_store(body)
+
+
+def test_token_details_read_back_as_the_sdk_writes_them(
+    with_store: Callable[[Body], None],
+) -> None:
+    """Every field of the details, an unset one as null, as the SDK's AdvancedSQLiteSession
+    writes `details.__dict__`; a nested object given (which the reference cannot write, and so
+    keeps no details) as its fields."""
+    plain = InputTokensDetails(cached_tokens=10, cache_write_tokens=0)
+    nested = InputTokensDetails(
+        cached_tokens=4,
+        cache_write_tokens=6,
+        cache_write_tokens_details=InputTokensDetailsCacheWriteTokensDetails(
+            ttl_12h_tokens=1, ttl_30m_tokens=5
+        ),
+    )
+
+    async def body(store: AnyStore) -> None:
+        session = MemstoreAdvancedSession("trip", store)
+        await session.add_items(ITEMS[:2])
+        usage = Usage(
+            requests=1,
+            input_tokens=50,
+            output_tokens=30,
+            total_tokens=80,
+            input_tokens_details=plain,
+            output_tokens_details=OutputTokensDetails(reasoning_tokens=5),
+        )
+        await session.store_run_usage(_Result(usage))
+        await session.add_items(ITEMS[2:])
+        await session.store_run_usage(_Result(Usage(requests=1, input_tokens_details=nested)))
+        first, second = await session.get_turn_usage(1), await session.get_turn_usage(2)
+        assert isinstance(first, dict)
+        assert isinstance(second, dict)
+        assert first["input_tokens_details"] == {
+            "cache_write_tokens": 0,
+            "cached_tokens": 10,
+            "cache_write_tokens_details": None,
+        }
+        assert first["output_tokens_details"] == {"reasoning_tokens": 5}
+        assert second["input_tokens_details"] == {
+            "cache_write_tokens": 6,
+            "cached_tokens": 4,
+            "cache_write_tokens_details": {"ttl_12h_tokens": 1, "ttl_30m_tokens": 5},
         }
 
     with_store(body)

@@ -14,6 +14,7 @@ import sqlalchemy
 from memstore import SessionStore, TimeLimitError
 from memstore.errors import InvalidArgumentError, QueryError
 from memstore.store import time_limits
+from tests.conftest import postgres_server_url
 
 TURNS = 5000  # enough that the search runs past a millisecond, and past 1,000 SQLite VM steps
 TOO_SHORT = 1e-9  # PostgreSQL: 1 ms, its shortest
@@ -93,3 +94,35 @@ def test_the_cli_stops_a_search_past_its_timeout_in_one_line(sqlite_url: str) ->
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
     done = subprocess.run([*base, "--timeout", "60", "--json"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_a_cancellation_is_the_time_limit_only_once_the_limit_has_passed() -> None:
+    """PostgreSQL has reported a statement stopped by `statement_timeout` as cancelled "due to
+    user request" (SQLSTATE 57014, seen once in CI): past the limit, that counts as the limit;
+    before it, it is some other cancel. Both errors here are the server's own."""
+    import threading
+
+    import psycopg
+
+    with psycopg.connect(postgres_server_url(), autocommit=True) as connection:
+        pid = connection.info.backend_pid
+        canceller = threading.Timer(0.3, _cancel_backend, (pid,))
+        canceller.start()
+        with pytest.raises(psycopg.errors.QueryCanceled) as cancelled:
+            connection.execute("SELECT pg_sleep(30)")
+        canceller.join()
+        connection.execute("SET statement_timeout = 1")
+        with pytest.raises(psycopg.errors.QueryCanceled) as timed_out:
+            connection.execute("SELECT pg_sleep(30)")
+    assert "user request" in str(cancelled.value)
+    assert time_limits.stopped_by_time_limit(cancelled.value, elapsed=0.3, seconds=0.2)
+    assert not time_limits.stopped_by_time_limit(cancelled.value, elapsed=0.3, seconds=10.0)
+    assert time_limits.stopped_by_time_limit(timed_out.value, elapsed=0.001, seconds=10.0)
+    assert not time_limits.stopped_by_time_limit(ValueError("canceling"), elapsed=1, seconds=0.1)
+
+
+def _cancel_backend(pid: int) -> None:
+    import psycopg
+
+    with psycopg.connect(postgres_server_url(), autocommit=True) as connection:
+        connection.execute("SELECT pg_cancel_backend(%s)", (pid,))

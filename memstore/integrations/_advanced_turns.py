@@ -162,15 +162,25 @@ def usage_row(usage: Any) -> dict[str, Any]:
 
 
 def _details(details: Any) -> Any:
-    """A usage's token details as JSON, without the fields the provider left unset (None):
-    the SDK's tests read back exactly the fields given, whichever the openai package adds."""
+    """A usage's token details as JSON, as the SDK's `AdvancedSQLiteSession` writes them: every
+    field of the object, those the provider left unset as null (the openai package's
+    `cache_write_tokens_details` among them, which the SDK's tests read back). Where the
+    reference gives up (a nested object, such as `cache_write_tokens_details` given: it logs
+    and keeps no details at all), the nested object is kept as its fields."""
     if not details:
         return None
     try:
-        fields = {name: value for name, value in details.__dict__.items() if value is not None}
-        return json.loads(json.dumps(fields))
+        return json.loads(json.dumps(details.__dict__, default=_nested))
     except (TypeError, ValueError, AttributeError):
         return None
+
+
+def _nested(value: Any) -> Any:
+    """A nested pydantic object (the openai package's models) as its JSON fields."""
+    dump = getattr(value, "model_dump", None)
+    if dump is None:
+        raise TypeError(f"{type(value).__name__} is not JSON")
+    return dump(mode="json")
 
 
 def usage_view(row: Mapping[str, Any]) -> dict[str, Any]:

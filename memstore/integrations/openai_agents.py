@@ -53,9 +53,12 @@ if TYPE_CHECKING:
 
 __all__ = ["SNAPSHOT_TESTED_VERSIONS", "MemstoreSession", "SessionCompaction"]
 
-SNAPSHOT_TESTED_VERSIONS = frozenset({"0.24.0"})
+SNAPSHOT_TESTED_VERSIONS = frozenset({"0.24.0", "0.25.0"})
 """The openai-agents versions whose private compaction-snapshot hook (`_get_compaction_snapshot`,
-`agents.memory.session._CompactionSnapshot`) `MemstoreSession` implements and was tested with."""
+`agents.memory.session._CompactionSnapshot`) `MemstoreSession` implements and was tested with.
+0.24.0 stays: the SDK's adopted tests passed on it, and 0.25.0 left the hook as it was (the
+dataclass's fields items, complete and replace_suffix, and `OpenAIResponsesCompactionSession`'s
+calls of it, differ only in the default model's name)."""
 
 
 @dataclass(frozen=True)

@@ -59,6 +59,7 @@ from memstore.store.row_security import SETTING, refuse_another_logins_tenant, s
 from memstore.store.rows import derived_text
 from memstore.store.tables import DEFAULT_TENANT
 from memstore.store.tenant_sql import TenantReading, confine_to_tenant
+from memstore.store.time_limits import stopped_by_time_limit
 
 __all__ = [
     "DEFAULT_MEMORY_MB",
@@ -302,6 +303,7 @@ def _postgres(engine: Engine, sql: str, limit: int, timeout: float, tenant: str)
 
     with engine.connect() as connection:
         driver: Any = connection.connection.driver_connection
+        started = time.monotonic()
         try:
             with driver.cursor() as cursor:
                 cursor.execute("SET TRANSACTION READ ONLY")
@@ -322,7 +324,7 @@ def _postgres(engine: Engine, sql: str, limit: int, timeout: float, tenant: str)
                     raise QueryError(_WROTE)
                 return result
         except psycopg.errors.QueryCanceled as exc:
-            if "statement timeout" in str(exc):
+            if stopped_by_time_limit(exc, time.monotonic() - started, timeout):
                 raise TimeLimitError(_too_long(timeout)) from exc
             raise QueryError(_explain(str(exc).strip())) from exc
         except psycopg.errors.ConfigurationLimitExceeded as exc:

@@ -27,6 +27,7 @@ __all__ = [
     "PROGRESS_STEPS",
     "SqliteTimeLimit",
     "check_seconds",
+    "stopped_by_time_limit",
     "time_limited",
 ]
 
@@ -78,14 +79,16 @@ def check_seconds(seconds: object, what: str) -> float | None:
     return float(seconds)
 
 
-def _timed_out(exc: DBAPIError, elapsed: float, seconds: float) -> bool:
-    """Whether PostgreSQL stopped a statement for its time limit: it says "statement timeout",
-    but has also been seen (once, in CI, in `memstore_search_keys`) to report such a statement
-    as "canceling statement due to user request", the same SQLSTATE (57014, query_canceled),
-    which past the limit is taken for the limit too (memstore sends no cancel of its own)."""
-    if "statement timeout" in str(exc.orig):
+def stopped_by_time_limit(error: object, elapsed: float, seconds: float) -> bool:
+    """Whether PostgreSQL stopped a statement for its `statement_timeout` (`error` the driver's).
+
+    It says "statement timeout", but has also been seen (once, in CI, in `memstore_search_keys`)
+    to report such a statement as "canceling statement due to user request", the same SQLSTATE
+    (57014, query_canceled): past the limit, that is taken for the limit too.
+    """
+    if "statement timeout" in str(error):
         return True
-    return getattr(exc.orig, "sqlstate", None) == "57014" and elapsed >= seconds
+    return getattr(error, "sqlstate", None) == "57014" and elapsed >= seconds
 
 
 def time_limited(plan: Plan[T], backend: Backend, seconds: float | None, stopped: str) -> Plan[T]:
@@ -103,7 +106,7 @@ def time_limited(plan: Plan[T], backend: Backend, seconds: float | None, stopped
         try:
             return (yield from plan)
         except DBAPIError as exc:
-            if _timed_out(exc, time.monotonic() - started, seconds):
+            if stopped_by_time_limit(exc.orig, time.monotonic() - started, seconds):
                 raise TimeLimitError(stopped) from exc
             raise
     limit = SqliteTimeLimit(seconds)

@@ -32,6 +32,7 @@ def test_the_adopted_files_are_found() -> None:
         "openai_agents/test_openai_responses_compaction_session.py",
         "openai_agents/test_run_impl_resume_paths.py",
         "openai_agents/test_tool_batch_failure_history.py",
+        "openai_agents/test_session_pending_async_calls.py",
         "claude_agent_sdk/test_session_store_conformance.py",
         "claude_agent_sdk/test_session_summary.py",
         "claude_agent_sdk/test_session_store_anyio.py",

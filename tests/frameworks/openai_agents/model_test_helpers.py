@@ -1,7 +1,7 @@
 # Copyright (c) 2025 OpenAI. Licensed under the MIT License: see LICENSE in this directory.
 #
-# Adopted by memstore from openai-agents 0.24.0, tests/model_test_helpers.py (the source
-# distribution on PyPI, openai_agents-0.24.0.tar.gz), under the MIT License above, unchanged but
+# Adopted by memstore from openai-agents 0.25.0, tests/model_test_helpers.py (the source
+# distribution on PyPI, openai_agents-0.25.0.tar.gz), under the MIT License above, unchanged but
 # for this header and the docstring; formatted by ruff.
 """The SDK tests' builders of model responses and streamed events."""
 

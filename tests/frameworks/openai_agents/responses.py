@@ -1,7 +1,7 @@
 # Copyright (c) 2025 OpenAI. Licensed under the MIT License: see LICENSE in this directory.
 #
-# Adopted by memstore from openai-agents 0.24.0, tests/test_responses.py (the source
-# distribution on PyPI, openai_agents-0.24.0.tar.gz), under the MIT License above, unchanged but
+# Adopted by memstore from openai-agents 0.25.0, tests/test_responses.py (the source
+# distribution on PyPI, openai_agents-0.25.0.tar.gz), under the MIT License above, unchanged but
 # for this header and the docstring: the model outputs the adopted tests script.
 """The SDK tests' helpers that build model outputs (text, refusals, tool and handoff calls)."""
 

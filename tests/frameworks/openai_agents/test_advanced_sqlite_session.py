@@ -1,7 +1,7 @@
 # Copyright (c) 2025 OpenAI. Licensed under the MIT License: see LICENSE in this directory.
 #
-# Adopted by memstore from openai/openai-agents-python, version 0.24.0 (the source distribution
-# on PyPI, openai_agents-0.24.0.tar.gz), tests/extensions/memory/test_advanced_sqlite_session.py,
+# Adopted by memstore from openai/openai-agents-python, version 0.25.0 (the source distribution
+# on PyPI, openai_agents-0.25.0.tar.gz), tests/extensions/memory/test_advanced_sqlite_session.py,
 # under the MIT License above. Changed: the reference class `AdvancedSQLiteSession` is swapped
 # for memstore's `MemstoreAdvancedSession` (advanced.py here: the SDK's constructor, on the
 # store of each variant: sync and async stores, SQLite and PostgreSQL); the SDK's test helpers
@@ -4590,7 +4590,11 @@ async def test_external_clear_resets_stale_branch_before_default_reads(
                 "input_tokens": 50,
                 "output_tokens": 30,
                 "total_tokens": 80,
-                "input_tokens_details": {"cache_write_tokens": 0, "cached_tokens": 10},
+                "input_tokens_details": {
+                    "cache_write_tokens_details": None,
+                    "cache_write_tokens": 0,
+                    "cached_tokens": 10,
+                },
                 "output_tokens_details": {"reasoning_tokens": 5},
             }
         else:

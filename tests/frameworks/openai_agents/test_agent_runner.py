@@ -1,7 +1,7 @@
 # Copyright (c) 2025 OpenAI. Licensed under the MIT License: see LICENSE in this directory.
 #
-# Adopted by memstore from openai-agents 0.24.0, tests/test_agent_runner.py (the source
-# distribution on PyPI, openai_agents-0.24.0.tar.gz), under the MIT License above: the tests that
+# Adopted by memstore from openai-agents 0.25.0, tests/test_agent_runner.py (the source
+# distribution on PyPI, openai_agents-0.25.0.tar.gz), under the MIT License above: the tests that
 # run the Runner with a session they construct (SQLiteSession, or the tests' in-memory
 # SimpleListSession), with the module-level helpers they use. Changed: each session is built by
 # the `make_session` fixture instead (conftest.py and swap.py here: memstore's MemstoreSession on
@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 import tempfile
+from contextlib import closing
 from pathlib import Path
 from typing import Any, cast
 from unittest.mock import patch
@@ -47,10 +48,11 @@ from agents.items import (
     ToolCallOutputItem,
     TResponseInputItem,
 )
+from agents.memory import SessionSettings
 from agents.run_internal import run_loop
 from agents.run_internal.run_steps import NextStepFinalOutput, SingleStepResult
 from agents.run_state import RunState
-from agents.testing import ScriptedModel
+from agents.testing import ScriptedModel, assistant_message
 from agents.tool import function_tool
 from agents.usage import Usage
 from openai import APIConnectionError, NotFoundError
@@ -351,6 +353,67 @@ async def test_input_guardrail_tripwire_does_not_save_assistant_message_to_sessi
     first_item = cast(dict[str, Any], items[0])
     assert "role" in first_item
     assert first_item["role"] == "user"
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_limited_session_replays_boundary_answer_by_value(
+    streamed: bool, make_session: SessionFactory
+) -> None:
+    model = ScriptedModel()
+    agent = Agent(name="test", model=model)
+    with closing(make_session("reasoning-window")) as session:
+        for turn in (1, 2):
+            model.enqueue(
+                [
+                    ResponseReasoningItem(id=f"rs_{turn}", type="reasoning", summary=[]),
+                    assistant_message(f"answer {turn}", item_id=f"msg_{turn}"),
+                ]
+            )
+            await Runner.run(agent, f"question {turn}", session=session)
+
+        stored = await session.get_items()
+        model.enqueue([assistant_message("done")])
+        config = RunConfig(session_settings=SessionSettings(limit=4))
+        if streamed:
+            result = Runner.run_streamed(agent, "continue", session=session, run_config=config)
+            async for _ in result.stream_events():
+                pass
+        else:
+            await Runner.run(agent, "continue", session=session, run_config=config)
+
+        boundary = dict(stored[-4])
+        assert boundary.pop("id") == "msg_1"
+        assert model.calls[-1].input == [
+            boundary,
+            *stored[-3:],
+            {"role": "user", "content": "continue"},
+        ]
+        assert (await session.get_items())[: len(stored)] == stored
+
+
+@pytest.mark.asyncio
+async def test_limited_session_custom_callback_owns_boundary_message_ids(
+    make_session: SessionFactory,
+) -> None:
+    model = ScriptedModel()
+    agent = Agent(name="test", model=model)
+    with closing(make_session("callback-window")) as session:
+        model.enqueue([assistant_message("answer", item_id="msg_original")])
+        await Runner.run(agent, "question", session=session)
+        stored_answer = (await session.get_items())[-1]
+
+        model.enqueue([assistant_message("done")])
+        await Runner.run(
+            agent,
+            "continue",
+            session=session,
+            run_config=RunConfig(
+                session_settings=SessionSettings(limit=1),
+                session_input_callback=lambda history, new: history + new,
+            ),
+        )
+        assert model.calls[-1].input == [stored_answer, {"role": "user", "content": "continue"}]
 
 
 @pytest.mark.asyncio

@@ -1,7 +1,7 @@
 # Copyright (c) 2025 OpenAI. Licensed under the MIT License: see LICENSE in this directory.
 #
-# Adopted by memstore from openai-agents 0.24.0, tests/memory/test_compaction_model_visibility.py
-# (the source distribution on PyPI, openai_agents-0.24.0.tar.gz), under the MIT License above:
+# Adopted by memstore from openai-agents 0.25.0, tests/memory/test_compaction_model_visibility.py
+# (the source distribution on PyPI, openai_agents-0.25.0.tar.gz), under the MIT License above:
 # the tests that construct a SQLiteSession under `OpenAIResponsesCompactionSession` (its native
 # compaction path, through memstore's compaction snapshot). Changed: the reference class,
 # SQLiteSession, is swapped for memstore's MemstoreSession through the `make_list_session`
@@ -461,7 +461,7 @@ async def test_manual_compaction_refreshes_expired_encrypted_history(
         clock[0] += 11
         assert await session.get_items() == []
         await session.run_compaction({"force": True})
-        client.responses.compact.assert_awaited_once_with(model="gpt-4.1", input=[])
+        client.responses.compact.assert_awaited_once_with(model="gpt-6-luna", input=[])
         assert await session.get_items() == []
 
         live: TResponseInputItem = {"role": "user", "content": "synthetic live item"}

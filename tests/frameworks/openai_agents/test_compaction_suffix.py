@@ -1,7 +1,7 @@
 # Copyright (c) 2025 OpenAI. Licensed under the MIT License: see LICENSE in this directory.
 #
-# Adopted by memstore from openai-agents 0.24.0, tests/memory/test_compaction_suffix.py (the
-# source distribution on PyPI, openai_agents-0.24.0.tar.gz), under the MIT License above.
+# Adopted by memstore from openai-agents 0.25.0, tests/memory/test_compaction_suffix.py (the
+# source distribution on PyPI, openai_agents-0.25.0.tar.gz), under the MIT License above.
 # Changed: the reference classes are swapped for memstore's MemstoreSession through the
 # `backend` fixture (the SDK's `SQLiteSession` where the store is a SessionStore, its
 # `AsyncSQLiteSession` where it is an AsyncSessionStore: swap.py), on SQLite and PostgreSQL;

@@ -1,8 +1,9 @@
 # Copyright (c) 2025 OpenAI. Licensed under the MIT License: see LICENSE in this directory.
 #
-# Adopted by memstore from openai-agents 0.24.0, tests/test_native_tool_failure_history.py (the
-# source distribution on PyPI, openai_agents-0.24.0.tar.gz), under the MIT License above: all of
-# its tests. Changed: the reference class, SQLiteSession, is swapped for memstore's
+# Adopted by memstore from openai-agents 0.25.0, tests/test_native_tool_failure_history.py (the
+# source distribution on PyPI, openai_agents-0.25.0.tar.gz), under the MIT License above: the
+# tests that construct a session (all of them but three that run no session, listed in
+# EXCLUDED). Changed: the reference class, SQLiteSession, is swapped for memstore's
 # MemstoreSession through the `make_list_session` fixture (conftest.py and swap.py here: a
 # SessionStore on SQLite and an AsyncSessionStore on PostgreSQL, as for the Runner tests, for
 # the suite's run time); `FakeComputer` (the SDK's test_computer_tool_lifecycle.py) and
@@ -46,8 +47,17 @@ from tests.frameworks.openai_agents.hitl import make_shell_call
 from tests.frameworks.openai_agents.model_test_helpers import get_exact_output_stream_step
 from tests.frameworks.openai_agents.swap import SessionFactory
 
-EXCLUDED: dict[str, str] = {}
-"""The tests of the SDK's file that are left out: none."""
+_NO_SESSION = (
+    "runs the Runner with no session (a cancelled or failing native tool's cleanup bounded in "
+    "time): the SDK's tool execution, nothing a store takes part in"
+)
+EXCLUDED = {
+    "test_parent_cancellation_after_function_failure_cancels_pending_finalization": _NO_SESSION,
+    "test_converted_native_cancellation_bounds_late_finalization": _NO_SESSION,
+    "test_pending_native_invocation_cleanup_is_bounded": _NO_SESSION,
+}
+"""The tests of the SDK's file that are left out, with the reason (every test that constructs a
+session is adopted)."""
 
 
 class FakeComputer(Computer):
@@ -194,13 +204,13 @@ async def test_native_finalization_survives_sibling_failure(
     effects: list[str] = []
     gather = tool_planning.gather_with_cancel  # type: ignore[attr-defined]
 
-    async def observe_failure(*args: Any, on_child_failure: Any = None) -> Any:
+    async def observe_failure(*args: Any, on_child_failure: Any = None, **kwargs: Any) -> Any:
         def notify(error: BaseException) -> None:
             if on_child_failure is not None:
                 on_child_failure(error)
             category_failed.set()
 
-        return await gather(*args, on_child_failure=notify)
+        return await gather(*args, on_child_failure=notify, **kwargs)
 
     # Observe the existing category-failure boundary without replacing its cancellation.
     monkeypatch.setattr(tool_planning, "gather_with_cancel", observe_failure)
@@ -371,13 +381,13 @@ async def test_input_verdict_during_tool_drain_preserves_selected_tool_error(
     effects: list[str] = []
     gather = tool_planning.gather_with_cancel  # type: ignore[attr-defined]
 
-    async def observe_failure(*args: Any, on_child_failure: Any = None) -> Any:
+    async def observe_failure(*args: Any, on_child_failure: Any = None, **kwargs: Any) -> Any:
         def notify(error: BaseException) -> None:
             if on_child_failure is not None:
                 on_child_failure(error)
             category_failed.set()
 
-        return await gather(*args, on_child_failure=notify)
+        return await gather(*args, on_child_failure=notify, **kwargs)
 
     monkeypatch.setattr(tool_planning, "gather_with_cancel", observe_failure)
 
@@ -518,4 +528,175 @@ async def test_approved_native_output_survives_custom_data_failure(
         ]
         assert len(saved_outputs) == 1
     finally:
+        session.close()
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("streaming", [False, True])
+@pytest.mark.parametrize("reject_input", [False, True])
+@pytest.mark.parametrize("cleanup_error", [False, True])
+@pytest.mark.parametrize("kind", ["custom", "local_shell"])
+async def test_selected_function_failure_stops_queued_native_invocations(
+    monkeypatch: pytest.MonkeyPatch,
+    streaming: bool,
+    reject_input: bool,
+    cleanup_error: bool,
+    kind: str,
+    make_list_session: SessionFactory,
+) -> None:
+    from agents import GuardrailFunctionOutput, input_guardrail
+    from agents.run_internal import tool_execution
+
+    function_finalizing = asyncio.Event()
+    release_function = asyncio.Event()
+    function_finalized = asyncio.Event()
+    native_started = asyncio.Event()
+    release_native = asyncio.Event()
+    native_settled = asyncio.Event()
+    native_cancelled = asyncio.Event()
+    selected = asyncio.Event()
+    verdict_returned = asyncio.Event()
+    effects: list[str] = []
+    original_drain = (
+        tool_execution._FunctionToolBatchExecutor._raise_failure_after_draining_siblings
+    )
+
+    async def observe_selection(self: Any, failure: Any) -> Any:
+        selected.set()
+        return await original_drain(self, failure)
+
+    monkeypatch.setattr(
+        tool_execution._FunctionToolBatchExecutor,
+        "_raise_failure_after_draining_siblings",
+        observe_selection,
+    )
+    # Event-driven assertions must finish before the production cleanup deadline.
+    monkeypatch.setattr(tool_execution, "_FUNCTION_TOOL_POST_INVOKE_WAIT_SECONDS", 5)
+
+    @tool
+    async def completed() -> str:
+        return "completed output"
+
+    @tool(failure_error_function=None)
+    async def fail() -> str:
+        await function_finalizing.wait()
+        await native_started.wait()
+        raise ValueError("selected function failure")
+
+    class Hooks(RunHooks):
+        async def on_tool_end(self, context: Any, agent: Any, tool: Any, result: Any) -> None:
+            if tool is completed:
+                function_finalizing.set()
+                await release_function.wait()
+                function_finalized.set()
+
+    async def invoke(context: Any, value: str) -> str:
+        effects.append(value)
+        if value == "first":
+            native_started.set()
+            try:
+                await release_native.wait()
+            except asyncio.CancelledError:
+                native_cancelled.set()
+                if cleanup_error:
+                    raise RuntimeError("native cleanup failed") from None
+                raise
+        return "native output"
+
+    executor_name = "execute_custom_tool_calls" if kind == "custom" else "execute_local_shell_calls"
+    original_execute = getattr(tool_planning, executor_name)
+
+    async def observe_native_completion(**kwargs: Any) -> Any:
+        try:
+            return await original_execute(**kwargs)
+        finally:
+            native_settled.set()
+
+    monkeypatch.setattr(tool_planning, executor_name, observe_native_completion)
+    native: Any
+    native_calls: list[Any]
+    if kind == "custom":
+        native = CustomTool(name="native", description="Synthetic tool", on_invoke_tool=invoke)
+        native_calls = [
+            ResponseCustomToolCall(
+                type="custom_tool_call", name="native", call_id=value, input=value
+            )
+            for value in ("first", "queued")
+        ]
+    else:
+
+        async def execute_shell(request: Any) -> str:
+            return await invoke(request.ctx_wrapper, request.data.call_id)
+
+        native = LocalShellTool(executor=execute_shell)
+        native_calls = [
+            LocalShellCall(
+                id=value,
+                type="local_shell_call",
+                call_id=value,
+                status="completed",
+                action=LocalShellCallAction(type="exec", command=["synthetic"], env={}),
+            )
+            for value in ("first", "queued")
+        ]
+
+    @input_guardrail
+    async def verdict(context: Any, agent: Any, input: Any) -> GuardrailFunctionOutput:
+        await selected.wait()
+        verdict_returned.set()
+        return GuardrailFunctionOutput(output_info=None, tripwire_triggered=reject_input)
+
+    calls = [
+        function_call("completed", {}, call_id="completed"),
+        function_call("fail", {}, call_id="failed"),
+        *native_calls,
+    ]
+    agent = Agent(
+        name="cancel-queued-native",
+        model=ScriptedModel([get_exact_output_stream_step(calls) if streaming else calls]),
+        tools=[completed, fail, native],
+        input_guardrails=[verdict],
+    )
+    session = make_list_session("cancel-queued-native")
+    streamed = None
+
+    async def run() -> None:
+        nonlocal streamed
+        if streaming:
+            streamed = Runner.run_streamed(agent, "go", hooks=Hooks(), session=session)
+            async for _ in streamed.stream_events():
+                pass
+        else:
+            await Runner.run(agent, "go", hooks=Hooks(), session=session)
+
+    task = asyncio.create_task(run())
+    try:
+        await asyncio.wait_for(verdict_returned.wait(), 2)
+        release_native.set()
+        await asyncio.wait_for(native_settled.wait(), 2)
+        assert native_cancelled.is_set()
+        assert effects == ["first"]
+        assert not function_finalized.is_set()
+        release_function.set()
+        with pytest.raises(UserError, match="selected function failure") as caught:
+            await asyncio.wait_for(task, 2)
+        assert function_finalized.is_set()
+        assert caught.value.run_data is not None
+        outputs = [
+            item for item in caught.value.run_data.new_items if item.type == "tool_call_output_item"
+        ]
+        if reject_input:
+            assert outputs == []
+        else:
+            assert outputs[0].output == "completed output"
+            assert len(outputs) == (2 if cleanup_error and kind == "custom" else 1)
+        assert len(await session.get_items()) == (1 if reject_input else 1 + 2 * len(outputs))
+        if streamed is not None and reject_input:
+            assert streamed.new_items == []
+    finally:
+        release_native.set()
+        release_function.set()
+        if not task.done():
+            task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
         session.close()

@@ -1,8 +1,8 @@
 # Copyright (c) 2025 OpenAI. Licensed under the MIT License: see LICENSE in this directory.
 #
-# Adopted by memstore from openai-agents 0.24.0,
+# Adopted by memstore from openai-agents 0.25.0,
 # tests/memory/test_openai_responses_compaction_session.py (the source distribution on PyPI,
-# openai_agents-0.24.0.tar.gz), under the MIT License above: the tests that construct a
+# openai_agents-0.25.0.tar.gz), under the MIT License above: the tests that construct a
 # SQLiteSession under `OpenAIResponsesCompactionSession`. Changed: the reference class,
 # SQLiteSession, is swapped for memstore's MemstoreSession (swap.py: the SDK's constructor, on
 # the store of the test's `sqlite_store` fixture, which each adopted test takes as an argument:

@@ -1,7 +1,7 @@
 # Copyright (c) 2025 OpenAI. Licensed under the MIT License: see LICENSE in this directory.
 #
-# Adopted by memstore from openai-agents 0.24.0, tests/test_programmatic_tool_calling.py (the
-# source distribution on PyPI, openai_agents-0.24.0.tar.gz), under the MIT License above: the
+# Adopted by memstore from openai-agents 0.25.0, tests/test_programmatic_tool_calling.py (the
+# source distribution on PyPI, openai_agents-0.25.0.tar.gz), under the MIT License above: the
 # tests that construct a session, with the module-level helpers they use. Changed: the reference
 # class, SQLiteSession, is swapped for memstore's MemstoreSession through the `make_session`
 # fixture (conftest.py and swap.py here: SessionStore and AsyncSessionStore, SQLite and

@@ -1,7 +1,7 @@
 # Copyright (c) 2025 OpenAI. Licensed under the MIT License: see LICENSE in this directory.
 #
-# Adopted by memstore from openai-agents 0.24.0, tests/test_run_impl_resume_paths.py (the source
-# distribution on PyPI, openai_agents-0.24.0.tar.gz), under the MIT License above: the tests
+# Adopted by memstore from openai-agents 0.25.0, tests/test_run_impl_resume_paths.py (the source
+# distribution on PyPI, openai_agents-0.25.0.tar.gz), under the MIT License above: the tests
 # that construct a SQLiteSession (resuming a run whose session write failed, under the
 # compaction wrapper). Changed: the reference class, SQLiteSession, is swapped for memstore's
 # MemstoreSession (swap.py: the SDK's constructor, on the store of the test's `sqlite_store`

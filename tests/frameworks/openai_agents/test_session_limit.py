@@ -1,7 +1,7 @@
 # Copyright (c) 2025 OpenAI. Licensed under the MIT License: see LICENSE in this directory.
 #
-# Adopted by memstore from openai-agents 0.24.0, tests/memory/test_session_limit.py (the source
-# distribution on PyPI, openai_agents-0.24.0.tar.gz), under the MIT License above. Changed: the
+# Adopted by memstore from openai-agents 0.25.0, tests/memory/test_session_limit.py (the source
+# distribution on PyPI, openai_agents-0.25.0.tar.gz), under the MIT License above. Changed: the
 # reference class, SQLiteSession, is swapped for memstore's MemstoreSession through the
 # `make_session` fixture (conftest.py and swap.py here: SessionStore and AsyncSessionStore,
 # SQLite and PostgreSQL); the helpers come from this directory (responses.py: the SDK's

@@ -1,7 +1,7 @@
 # Copyright (c) 2025 OpenAI. Licensed under the MIT License: see LICENSE in this directory.
 #
-# Adopted by memstore from openai-agents 0.24.0, tests/test_tool_failure_boundaries.py (the
-# source distribution on PyPI, openai_agents-0.24.0.tar.gz), under the MIT License above: all of
+# Adopted by memstore from openai-agents 0.25.0, tests/test_tool_failure_boundaries.py (the
+# source distribution on PyPI, openai_agents-0.25.0.tar.gz), under the MIT License above: all of
 # its tests. Changed: the reference class, SQLiteSession, is swapped for memstore's
 # MemstoreSession through the `make_list_session` fixture (conftest.py and swap.py here: a
 # SessionStore on SQLite and an AsyncSessionStore on PostgreSQL, as for the Runner tests, for
