@@ -400,8 +400,7 @@ def _refuse_unstorable_text(backend: Backend, where: str, text: str) -> None:
         )
     if not is_storable_text(text.replace("\x00", "")):
         raise InvalidArgumentError(
-            f"{where} holds a lone surrogate, which is not text (no database stores it): "
-            "remove it"
+            f"{where} holds a lone surrogate, which is not text (no database stores it): remove it"
         )
 
 
