@@ -16,9 +16,10 @@ from typing import Any
 from memstore import jsjson
 from memstore.errors import InvalidArgumentError
 from memstore.estimate import estimate_context_tokens
-from memstore.types import TurnLike
+from memstore.types import TurnLike, is_storable_text
 
 __all__ = [
+    "MAX_TOKENS",
     "USAGE_RECORD",
     "NodeUsage",
     "estimate_with_usage",
@@ -31,6 +32,11 @@ __all__ = [
 
 USAGE_RECORD = "usage"
 """The `type` of the JSONL line that carries a node's usage."""
+
+MAX_TOKENS = 2**53 - 1
+"""The most tokens a usage field takes on the way in: the largest integer JSON carries exactly
+between JavaScript and Python (`Number.MAX_SAFE_INTEGER`), which also keeps a session's sums
+far from SQLite's 64-bit integers (one field near 2**63 made every listing of the store fail)."""
 
 _TOKENS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 _TEXTS = ("model", "provider")
@@ -78,8 +84,11 @@ class NodeUsage:
             )
         for name in _TEXTS:
             value = getattr(self, name)
-            if value is not None and not isinstance(value, str):
-                raise InvalidArgumentError(f"usage field {name!r} is a string, not {value!r}")
+            if value is not None and not (isinstance(value, str) and is_storable_text(value)):
+                raise InvalidArgumentError(
+                    f"usage field {name!r} is a string without NUL or lone surrogates (which "
+                    f"a database cannot store), not {value!r}"
+                )
 
     def row(self) -> dict[str, Any]:
         """The `node_usage` columns (but the session and node)."""
@@ -106,7 +115,7 @@ def parse_usage(value: NodeUsage | Mapping[str, Any]) -> NodeUsage:
             naming the field.
     """
     if isinstance(value, NodeUsage):
-        return value
+        return _within_max_tokens(value)
     if not isinstance(value, Mapping):
         raise InvalidArgumentError(
             f"usage is a NodeUsage or a mapping of its fields, not {type(value).__name__}"
@@ -117,7 +126,19 @@ def parse_usage(value: NodeUsage | Mapping[str, Any]) -> NodeUsage:
         if name is None:
             raise InvalidArgumentError(f"usage has no field {key!r} (known: {', '.join(_WIRE)})")
         known[name] = item
-    return NodeUsage(**known)
+    return _within_max_tokens(NodeUsage(**known))
+
+
+def _within_max_tokens(usage: NodeUsage) -> NodeUsage:
+    """`usage`, if no token field is above `MAX_TOKENS` (a stored row, read back as a
+    `NodeUsage`, may hold more: what was stored before the limit stays readable)."""
+    for name in _TOKENS:
+        value = getattr(usage, name)
+        if value is not None and value > MAX_TOKENS:
+            raise InvalidArgumentError(
+                f"usage field {name!r} is at most {MAX_TOKENS} tokens (2**53 - 1), not {value!r}"
+            )
+    return usage
 
 
 def cost_total(total: Any) -> float:

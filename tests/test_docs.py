@@ -132,6 +132,51 @@ def test_the_readme_is_a_front_door() -> None:
     assert "../shared" not in readme
 
 
+def test_the_sites_home_page_links_every_page_the_readme_does() -> None:
+    """docs/index.md is the site's front door, as README.md is the repository's: it lacked
+    the pages of usage, retention, erasure, redaction and tenants."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    home = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
+    wanted = set(re.findall(r"\]\(docs/([^)#]+\.md)", readme))
+    linked = set(re.findall(r"\]\(([^)#/]+\.md)", home))
+    assert sorted(wanted - linked) == []
+
+
+def test_the_files_the_site_includes_link_nothing_by_a_relative_path() -> None:
+    """A file a page includes whole (`--8<--`, CONTRIBUTING.md and CHANGELOG.md) is read from
+    the repository's root on GitHub and from docs/ on the site: a relative link resolves in one
+    of the two only (`mkdocs build --strict` refused CONTRIBUTING's `docs/frameworks.md`)."""
+    for page in (ROOT / "docs").glob("*.md"):
+        for included in re.findall(r'^--8<-- "([^"]+)"', page.read_text(encoding="utf-8"), re.M):
+            text = (ROOT / included).read_text(encoding="utf-8")
+            relative = [
+                link
+                for link in re.findall(r"\]\(([^)]+)\)", text)
+                if not link.startswith(("http://", "https://", "mailto:", "#"))
+            ]
+            assert relative == [], included
+
+
+def test_the_api_reference_documents_what_the_stores_take_and_return() -> None:
+    """Each exported class a store method's signature names is in the API reference (the
+    reports of erase, paging and usage were missing)."""
+    import inspect
+
+    import memstore
+
+    page = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
+    named: set[str] = set()
+    for method_name, method in inspect.getmembers(memstore.SessionStore, callable):
+        if not method_name.startswith("_"):
+            named |= set(re.findall(r"\w+", str(inspect.signature(method))))
+    classes = {
+        name
+        for name in named & set(memstore.__all__)
+        if inspect.isclass(getattr(memstore, name)) and not name.endswith("Error")
+    }
+    assert sorted(name for name in classes if f"::: memstore.{name}" not in page) == []
+
+
 def test_every_page_is_in_the_site_navigation() -> None:
     config = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
     for page in (ROOT / "docs").rglob("*.md"):

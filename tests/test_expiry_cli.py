@@ -84,6 +84,16 @@ def test_memstore_expiry_default_sets_lists_and_removes_defaults(database_url: s
     assert invoke(database_url, "expiry", "defaults")[1].splitlines() == ["the store: no default"]
 
 
+def test_a_default_of_no_time_is_listed_as_0s(database_url: str) -> None:
+    """`expiry default 0s` (sessions expire at their last update) lists as `0s`, as it was set
+    (it read `0w`, the largest unit that divides 0)."""
+    assert invoke(database_url, "expiry", "default", "0s")[0] == 0
+    code, stdout, _ = invoke(database_url, "expiry", "defaults")
+    assert (code, stdout.splitlines()) == (0, ["the store: 0s"])
+    code, stdout, _ = invoke(database_url, "expiry", "defaults", "--json")
+    assert json.loads(stdout)["store"] == {"afterMs": 0, "after": "0s"}
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -71,6 +71,21 @@ def test_the_models_and_the_migrations_agree(database_url: str) -> None:
         store.close()
 
 
+def test_the_models_and_the_migrations_agree_on_sqlite_partial_indexes(sqlite_url: str) -> None:
+    """Alembic's comparison leaves out an index's WHERE: each partial index SQLite's migrated
+    schema holds is the model's, predicate and all (and no other index is partial)."""
+    SessionStore(sqlite_url).close()
+    stored = "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql LIKE '% WHERE %'"
+    migrated = {name: str(sql).split(" WHERE ", 1)[1] for name, sql in _rows(sqlite_url, stored)}
+    modelled = {
+        index.name: str(index.dialect_options["sqlite"]["where"])
+        for table in metadata.tables.values()
+        for index in table.indexes
+        if index.dialect_options["sqlite"]["where"] is not None
+    }
+    assert migrated == modelled
+
+
 def test_upgrade_and_downgrade_base_round_trip(database_url: str) -> None:
     store = SessionStore(database_url, auto_migrate=False)
     try:
@@ -844,5 +859,46 @@ def test_0035_keeps_pruned_usage_in_the_usage_view_and_the_downgrade_drops_only_
         assert [(row.key, row.nodes, row.input_tokens) for row in store.usage_stats("day")] == [
             ("1970-01-02", 1, 7)
         ]
+    finally:
+        store.close()
+
+
+CALL_ID_INDEX = "ix_node_blocks_tenant_session_id_call_id"
+INDEX_SQL = "SELECT sql FROM sqlite_master WHERE name = '" + CALL_ID_INDEX + "'"
+INDEX_ENTRIES = "SELECT count(*) FROM node_blocks INDEXED BY " + CALL_ID_INDEX
+CALL_AND_RESULT = [
+    {"role": "assistant", "blocks": [{"kind": "tool_call", "id": "c1", "name": "t", "input": {}}]},
+    {"role": "user", "blocks": [{"kind": "tool_result", "callId": "c1", "output": "done"}]},
+    {"role": "assistant", "blocks": [{"kind": "text", "text": "over"}]},
+]
+
+
+def test_0039_indexes_the_call_ids_of_the_blocks_that_have_one(sqlite_url: str) -> None:
+    """SQLite's call-id index holds only blocks with a call id (a text turn writes nothing in
+    it); the lookups by call id still read it; the downgrade makes it whole again."""
+    store = SessionStore(sqlite_url, auto_migrate=False)
+    try:
+        store.upgrade_schema("0038")
+        store.append_many("s", CALL_AND_RESULT[:2])
+        store.upgrade_schema("0039")
+        assert "WHERE call_id IS NOT NULL" in str(_rows(sqlite_url, INDEX_SQL)[0][0])
+        store.append("s", CALL_AND_RESULT[2])
+        assert _rows(sqlite_url, "SELECT count(*) FROM node_blocks") == [(3,)]
+        assert _rows(sqlite_url, INDEX_ENTRIES + " WHERE call_id IS NOT NULL") == [(2,)]
+        for query in (
+            "SELECT call_id, result_node_id IS NOT NULL FROM tool_calls WHERE session_id = 's'",
+            "SELECT call_id, kind FROM blocks WHERE tenant = '' AND session_id = 's' "
+            "AND call_id = 'c1' ORDER BY kind",
+        ):
+            plan = " ".join(str(row[3]) for row in _rows(sqlite_url, "EXPLAIN QUERY PLAN " + query))
+            assert CALL_ID_INDEX in plan
+            assert _rows(sqlite_url, query)
+        assert _rows(sqlite_url, "SELECT call_id FROM tool_calls") == [("c1",)]
+        store.downgrade_schema("0038")
+        assert "WHERE" not in str(_rows(sqlite_url, INDEX_SQL)[0][0])
+        assert _rows(sqlite_url, INDEX_ENTRIES) == [(3,)]
+        store.upgrade_schema()
+        assert _rows(sqlite_url, INDEX_ENTRIES + " WHERE call_id IS NOT NULL") == [(2,)]
+        assert _rows(sqlite_url, "SELECT call_id FROM tool_calls") == [("c1",)]
     finally:
         store.close()

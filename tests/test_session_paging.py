@@ -85,6 +85,8 @@ def test_the_time_window_bounds_updated_at_exclusively(store: SessionStore) -> N
         ({"updated_before": "yesterday"}, "updated_before"),
         ({"updated_after": datetime(2026, 1, 1)}, "time zone"),
         ({"limit": 0}, "whole number >= 1"),
+        ({"updated_after": 2**70}, "updated_after is epoch milliseconds"),
+        ({"updated_before": -(2**63) - 1}, "updated_before is epoch milliseconds"),
     ],
 )
 def test_bad_paging_arguments_are_refused_clearly(
@@ -156,7 +158,7 @@ def test_the_command_line_pages_with_the_cursor_its_json_gives(database_url: str
     assert seen == listing
     table = runner.invoke(app, ["--db", database_url, "sessions", "--page-size", "2"])
     assert table.exit_code == 0
-    assert "next page: --cursor " in table.stderr
+    assert "next page: memstore sessions --page-size 2 --cursor " in table.stderr
     bad = runner.invoke(app, ["--db", database_url, "sessions", "--updated-before", "soon"])
     assert bad.exit_code == 2
     assert "--updated-before is epoch milliseconds" in bad.stderr
@@ -164,3 +166,34 @@ def test_the_command_line_pages_with_the_cursor_its_json_gives(database_url: str
         app, ["--db", database_url, "sessions", "--json", "--updated-after", "2100-01-01"]
     )
     assert json.loads(later.stdout) == []
+
+
+def test_the_command_lines_next_page_hint_keeps_the_order_filters_and_page_size(
+    database_url: str,
+) -> None:
+    """The hint a table prints is the whole next command: following it lists the next page
+    (it said `--cursor X` alone, which an `--order id` cursor refuses without `--order id`)."""
+    import shlex
+
+    from typer.testing import CliRunner
+
+    from memstore.cli import app
+
+    with SessionStore(database_url) as store:
+        make_sessions(store, 9)
+        wanted = [info.id for info in store.sessions(tag="even", order="id")]
+    runner = CliRunner()
+    arguments = ["sessions", "--tag", "even", "--order", "id", "--page-size", "2"]
+    seen: list[str] = []
+    while True:
+        result = runner.invoke(app, ["--db", database_url, *arguments, "--json"])
+        assert result.exit_code == 0, result.output
+        seen.extend(item["sessionId"] for item in json.loads(result.stdout)["sessions"])
+        table = runner.invoke(app, ["--db", database_url, *arguments])
+        assert table.exit_code == 0, table.output
+        if "next page:" not in table.stderr:
+            break
+        hint = table.stderr.split("next page:", 1)[1].strip()
+        program, *arguments = shlex.split(hint)
+        assert program == "memstore"
+    assert seen == wanted

@@ -80,6 +80,10 @@ def test_append_many_takes_one_usage_for_the_last_turn_or_one_per_turn(
         ({"cost_usd": float("nan")}, "cost_usd"),
         ({"cost_usd": True}, "cost_usd"),
         ({"model": 3}, "model"),
+        ({"model": "gpt\x00"}, "'model' is a string without NUL or lone surrogates"),
+        ({"provider": "open\ud800ai"}, "'provider' is a string without NUL"),
+        ({"inputTokens": 2**53}, r"'input_tokens' is at most 9007199254740991 tokens"),
+        (NodeUsage(cache_write_tokens=2**63 - 1), "'cache_write_tokens' is at most"),
         ({"tokens": 3}, "tokens"),
         ([{"input_tokens": 1}], "one entry per turn"),
         ("lots", "not str"),
@@ -91,6 +95,18 @@ def test_malformed_usage_is_refused_naming_the_field_and_writes_nothing(
     with pytest.raises(InvalidArgumentError, match=named):
         store.append_many("s", [turn("user", "q"), turn("assistant", "a")], usage=usage)
     assert store.list_sessions() == []
+
+
+def test_the_largest_usage_sums_without_breaking_the_listings(store: SessionStore) -> None:
+    """A field at the limit, however many turns carry it, still sums on SQLite's 64-bit
+    integers (one near 2**63, and any other, made every listing of the store fail)."""
+    most = {"inputTokens": 2**53 - 1}
+    store.append_many("x", [turn("assistant", str(n)) for n in range(3)], usage=[most] * 3)
+    store.append("y", turn("user", "q"))
+    (info,) = [item for item in store.sessions() if item.id == "x"]
+    assert info.input_tokens == 3 * (2**53 - 1)
+    assert store.usage_stats("session")[0].input_tokens == 3 * (2**53 - 1)
+    assert {page.id for page in store.session_page().sessions} == {"x", "y"}
 
 
 def test_the_view_the_session_totals_and_the_stats_sum_alike(store: SessionStore) -> None:

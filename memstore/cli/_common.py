@@ -10,7 +10,7 @@ import io
 import json
 import os
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar
 
@@ -263,3 +263,21 @@ def short_ids(store: SessionStore, wanted: Iterable[tuple[str, str | None]]) -> 
 def shown_id(short: Mapping[NodeKey, str], session_id: str, node_id: str | None) -> str:
     """A node id as tables show it: its short form, or whole when it has none (or '')."""
     return "" if node_id is None else short.get((session_id, node_id), node_id)
+
+
+LISTED_IDS = 8
+"""How many of a session's node ids `prune` and `erase` name in their text reports."""
+
+
+def listed_short_ids(store: SessionStore, nodes: Mapping[str, Sequence[str]]) -> dict[str, str]:
+    """Each session's node ids as `prune` and `erase` list them: the first `LISTED_IDS` by
+    their short ids, then how many more (their `--json` lists every id)."""
+    short = short_ids(
+        store, [(session, node) for session, ids in nodes.items() for node in ids[:LISTED_IDS]]
+    )
+    listed = {}
+    for session, ids in nodes.items():
+        text = " ".join(shown_id(short, session, node) for node in ids[:LISTED_IDS])
+        more = len(ids) - LISTED_IDS
+        listed[session] = f"{text} and {more} more (--json lists them all)" if more > 0 else text
+    return listed

@@ -18,6 +18,7 @@ from memstore.cli._common import (
     emit_json,
     friendly_errors,
     json_record,
+    listed_short_ids,
     open_store,
     out,
 )
@@ -55,11 +56,21 @@ def _target_json(scope: str, target: str) -> dict[str, Any]:
     return {"sessionId": target}
 
 
-def _reached_json(sessions: Iterable[str], nodes: Mapping[str, Iterable[str]]) -> dict[str, Any]:
-    """The sessions deleted whole and the nodes tombstoned, as both commands' `--json` lists
-    them."""
+def _reached_json(
+    sessions: Iterable[str],
+    nodes: Mapping[str, Iterable[str]],
+    held: Mapping[str, int] | None = None,
+) -> dict[str, Any]:
+    """The sessions deleted whole (with the nodes each `held`, when known: `erase` reports
+    them, a receipt does not keep them) and the nodes tombstoned, as both commands' `--json`
+    lists them."""
     return {
-        "sessions": [{"sessionId": session_id} for session_id in sessions],
+        "sessions": [
+            {"sessionId": session_id}
+            if held is None
+            else {"sessionId": session_id, "nodeCount": held.get(session_id, 0)}
+            for session_id in sessions
+        ],
         "nodes": [
             {"sessionId": session_id, "nodeIds": list(ids)}
             for session_id, ids in sorted(nodes.items())
@@ -67,8 +78,9 @@ def _reached_json(sessions: Iterable[str], nodes: Mapping[str, Iterable[str]]) -
     }
 
 
-def _report_lines(report: ErasureReport) -> list[str]:
-    """The report as `prune` words its own: what goes, then the totals and what to do next."""
+def _report_lines(report: ErasureReport, listed: Mapping[str, str]) -> list[str]:
+    """The report as `prune` words its own: what goes (each session's nodes as `listed`
+    names them), then the totals and what to do next."""
     verb = "erased" if report.erased else "would erase"
     held = {session: report.session_nodes.get(session, 0) for session in report.sessions}
     lines = [
@@ -77,7 +89,7 @@ def _report_lines(report: ErasureReport) -> list[str]:
     ]
     lines += [
         f"{verb} {counted(len(ids), 'node', '0 nodes')} in session {escape(session)} "
-        f"(tombstones): {' '.join(ids)}"
+        f"(tombstones): {listed[session]}"
         for session, ids in sorted(report.nodes.items())
     ]
     summaries = f", {report.summaries} of them summaries" if report.summaries else ""
@@ -142,6 +154,7 @@ def erase(
             reason=reason, session_id=session, node_id=node, subject=pair, dry_run=dry_run
         )
         vacuum_needed = store.backend.secure_delete
+        listed = {} if as_json else listed_short_ids(store, report.nodes)
     if as_json:
         emit_json(
             {
@@ -150,13 +163,13 @@ def erase(
                 "scope": report.scope,
                 "target": _target_json(report.scope, report.target),
                 "reason": report.reason,
-                **_reached_json(report.sessions, report.nodes),
+                **_reached_json(report.sessions, report.nodes, report.session_nodes),
                 "nodeCount": report.node_count,
                 "summaries": report.summaries,
             }
         )
         return
-    lines = _report_lines(report)
+    lines = _report_lines(report, listed)
     if report.erased and vacuum_needed:
         lines.append("run `memstore vacuum` to leave none of the erased bytes in the file")
     for line in lines:

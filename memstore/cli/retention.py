@@ -17,6 +17,7 @@ from memstore.cli._common import (
     existing_session,
     friendly_errors,
     json_record,
+    listed_short_ids,
     open_store,
     out,
     time_option,
@@ -103,10 +104,17 @@ def prune(
     `--yes` deletes exactly that, in one transaction. SQLite's file shrinks after `VACUUM`.
     """
     older = _duration(older_than, "--older-than")
+    if older is None and tag is None and not expired and not unreachable:
+        raise InvalidArgumentError(
+            "prune needs a filter: --older-than, --tag, --expired or --unreachable (none would "
+            "delete every session)"
+        )
     with open_store(ctx, tenant=tenant, read_only=dry_run) as store:
         report = store.prune(
             older_than=older, tag=tag, expired=expired, unreachable=unreachable, dry_run=dry_run
         )
+        branches = {branch.session_id: branch.node_ids for branch in report.branches}
+        listed = {} if as_json else listed_short_ids(store, branches)
     if as_json:
         emit_json(
             {
@@ -137,7 +145,7 @@ def prune(
     ]
     lines += [
         f"{verb} {counted(len(branch.node_ids), 'node', '0 nodes')} no head reaches in session "
-        f"{escape(branch.session_id)} ({branch.bytes:,} bytes): {' '.join(branch.node_ids)}"
+        f"{escape(branch.session_id)} ({branch.bytes:,} bytes): {listed[branch.session_id]}"
         for branch in report.branches
     ]
     total = (
@@ -170,7 +178,10 @@ app.add_typer(expiry_app, name="expiry")
 
 
 def _written_duration(ms: int) -> str:
-    """A duration in ms as `_duration` reads it, in the largest unit that divides it."""
+    """A duration in ms as `_duration` reads it, in the largest unit that divides it (none:
+    `0s`)."""
+    if ms == 0:
+        return "0s"
     for unit, seconds in sorted(_DURATION_UNITS.items(), key=lambda item: -item[1]):
         if ms % (seconds * 1000) == 0:
             return f"{ms // (seconds * 1000)}{unit}"

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import enum
+import shlex
 import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from memstore.cli._common import (
     TenantOption,
@@ -77,7 +79,8 @@ def list_sessions(
 
     On a narrow terminal the branch count, then the agent, are left out so ids and times stay
     whole; `--json` has every field. With `--page-size` or `--cursor` it lists one page and
-    prints the command for the next (keyset paging: as fast at any depth).
+    prints the command for the next, this command's options kept (keyset paging: as fast at
+    any depth).
     """
     from memstore.terminal import data_table, format_time
 
@@ -122,7 +125,25 @@ def list_sessions(
     )
     out.print(table)
     if next_cursor is not None:
-        err.print(f"next page: --cursor {next_cursor}", soft_wrap=True, highlight=False)
+        given = {
+            "--tag": tag,
+            "--updated-before": updated_before,
+            "--updated-after": updated_after,
+            "--order": None if order is SessionOrderChoice.updated else order.value,
+            "--page-size": None if page_size is None else str(page_size),
+            "--tenant": tenant,
+            "--cursor": next_cursor,
+        }
+        command = shlex.join(
+            ["memstore", "sessions"]
+            + [
+                part
+                for option, value in given.items()
+                if value is not None
+                for part in (option, value)
+            ]
+        )
+        err.print(f"next page: {escape(command)}", soft_wrap=True, highlight=False)
 
 
 def _session_json(info: SessionInfo) -> dict[str, Any]:

@@ -4,6 +4,7 @@ memstore made of it, list the receipts, and leave SQLite's file without the eras
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Engine
@@ -12,6 +13,8 @@ from memstore.store.exchange import Exchange
 from memstore.store.operation import OnEngine, Program, operation
 from memstore.store.plans.contract import now_ms
 from memstore.store.plans.erasure import ErasureReport, erase, erasures_of, target_of
+from memstore.store.plans.paging import epoch_ms
+from memstore.store.plans.sessions import refuse_nul
 
 __all__ = ["Erasure"]
 
@@ -42,7 +45,7 @@ class Erasure(Exchange):
         node_id: str | None = None,
         subject: tuple[str, str] | None = None,
         dry_run: bool = True,
-        now: int | None = None,
+        now: int | datetime | None = None,
     ) -> Program[ErasureReport]:
         """Erase a session, a node or a subject, with every copy memstore made of it; by
         default only report what it would erase.
@@ -62,16 +65,22 @@ class Erasure(Exchange):
             node_id: the node to erase.
             subject: a metadata key and the value that names the subject.
             dry_run: only report (the default); False erases.
-            now: the receipt's and tombstones' time, epoch ms (default: now).
+            now: the receipt's and tombstones' time, epoch ms or an aware datetime (default:
+                now).
 
         Raises:
-            InvalidArgumentError: no reason, or not one of a session, a node or a subject.
+            InvalidArgumentError: no reason, or not one of a session, a node or a subject; a
+                reason or subject the database cannot store (PostgreSQL: a NUL character); a
+                `now` that is no epoch ms >= 0 or aware datetime.
             UnknownSessionError, UnknownNodeError: nothing to erase by that name; nothing
                 was written.
         """
         target = target_of(session_id, node_id, subject, reason)
+        if not self.backend.text_holds_nul:
+            refuse_nul(self.backend, {"reason": reason, "subject value": target.value or ""})
+        moment = epoch_ms(now, "now", minimum=0)
         plan = erase(
-            self.backend, target, reason, now_ms() if now is None else now, erase_=not dry_run
+            self.backend, target, reason, now_ms() if moment is None else moment, erase_=not dry_run
         )
         if dry_run:
             return (yield from self._read(plan, "erasing (a dry run)"))
@@ -79,7 +88,11 @@ class Erasure(Exchange):
 
     @operation
     def erasures(self, *, limit: int | None = None) -> Program[list[dict[str, Any]]]:
-        """The erasure receipts (rows of `erasures`), newest first."""
+        """The erasure receipts (rows of `erasures`), newest first.
+
+        Raises:
+            InvalidArgumentError: `limit` is no whole number >= 0.
+        """
         return (yield from self._read(erasures_of(limit), "reading erasure receipts"))
 
     @operation

@@ -37,6 +37,7 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.schema import CreateSchema
 
 from memstore._package import DISTRIBUTION
 from memstore.errors import DatabaseTooNewError, MigrationError, StoreNotReadyError
@@ -75,7 +76,7 @@ __all__ = [
     "version_table_options",
 ]
 
-HEAD_REVISION = "0038"
+HEAD_REVISION = "0039"
 """The newest revision in `migrations/versions` (a test checks that Alembic agrees)."""
 
 # An arbitrary, fixed key: every memstore process migrating one PostgreSQL database takes it.
@@ -347,11 +348,10 @@ def drop_empty_version_table(connection: Connection) -> None:
 
 
 def _create_schema(connection: Connection) -> None:
-    """Create memstore's PostgreSQL schema, if it has one, before the first revision."""
-    schema = schema_of(connection)
-    if backend_of(connection.dialect.name).schemas and schema is not None:
-        quoted = connection.dialect.identifier_preparer.quote_identifier(schema)
-        connection.execute(text(f"CREATE SCHEMA IF NOT EXISTS {quoted}"))
+    """Create memstore's schema if missing (IF NOT EXISTS needs CREATE on the database too)."""
+    schema = schema_of(connection)  # set on PostgreSQL only (`engine.check_schema`)
+    if schema is not None and not inspect(connection).has_schema(schema):
+        connection.execute(CreateSchema(schema))
 
 
 def migrate_in(connection: Connection, revision: str = "head", *, upgrading: bool = True) -> None:

@@ -4,11 +4,12 @@ selects (see `StoreBase`; the plans are `plans.retention`)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from memstore.store import plans
 from memstore.store.exchange import Exchange
 from memstore.store.operation import Program, operation
+from memstore.store.plans.paging import epoch_ms
 from memstore.store.plans.retention import Expiry, ExpiryDefaults, PruneReport, duration_ms
 
 __all__ = ["Retention"]
@@ -60,7 +61,7 @@ class Retention(Exchange):
         expired: bool = False,
         unreachable: bool = False,
         dry_run: bool = True,
-        now: int | None = None,
+        now: int | datetime | None = None,
     ) -> Program[PruneReport]:
         """Delete whole sessions, or the branches no head reaches; by default only report them.
 
@@ -77,10 +78,11 @@ class Retention(Exchange):
             expired: sessions past their `expires_at`, else their tags' or the store's default.
             unreachable: nodes no head reaches, in every session not deleted whole.
             dry_run: only report (the default); False deletes, in one transaction.
-            now: the time to judge by, epoch ms (default: now).
+            now: the time to judge by, epoch ms or an aware datetime (default: now).
 
         Raises:
-            InvalidArgumentError: no filter was given, or a negative or non-timedelta duration.
+            InvalidArgumentError: no filter was given, a negative or non-timedelta duration,
+                or a `now` that is no epoch ms >= 0 or aware datetime.
         """
         filters = plans.PruneFilters(
             None if older_than is None else duration_ms(older_than, "older_than"),
@@ -88,8 +90,9 @@ class Retention(Exchange):
             expired,
             unreachable,
         )
+        moment = epoch_ms(now, "now", minimum=0)
         plan = plans.prune(
-            self.backend, filters, plans.now_ms() if now is None else now, delete_=not dry_run
+            self.backend, filters, plans.now_ms() if moment is None else moment, delete_=not dry_run
         )
         if dry_run:
             return (yield from self._read(plan, "pruning (a dry run)"))

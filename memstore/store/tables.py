@@ -315,7 +315,9 @@ node_blocks = Table(
         ["nodes.tenant", "nodes.session_id", "nodes.id"],
         ondelete="CASCADE",
     ),
-    Index(None, "tenant", "session_id", "call_id"),
+    # The blocks that have a call id, which lookups by call id read (migration 0039, SQLite):
+    # an append of a turn without tool calls or results writes no page of it.
+    Index(None, "tenant", "session_id", "call_id", sqlite_where=text("call_id IS NOT NULL")),
 )
 
 records = Table(

@@ -11,7 +11,7 @@ import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import bindparam, update
+from sqlalchemy import bindparam, exists, or_, select, update
 
 from memstore import jsjson
 from memstore.errors import (
@@ -32,7 +32,7 @@ from memstore.store.plans.nodes import (
 from memstore.store.plans.one_call import chain_nodes
 from memstore.store.plans.search_index import index_new_nodes
 from memstore.store.plans.sessions import ensure_session
-from memstore.store.policy import Backend
+from memstore.store.policy import BACKENDS, Backend
 from memstore.store.prepared import Prepared
 from memstore.store.rows import stored_rows
 from memstore.store.tables import (
@@ -43,6 +43,7 @@ from memstore.store.tables import (
     of_tenant,
     records,
     sessions,
+    stored_on,
 )
 from memstore.types import (
     SessionNode,
@@ -79,6 +80,27 @@ BLOCK_ROWS = 10_000
 """Block rows inserted by one statement, at most."""
 INSERT_BLOCKS = Prepared.insert(node_blocks, [c.name for c in node_blocks.columns])
 INSERT_RECORDS = Prepared.insert(records, [c.name for c in records.columns if c.name != "pk"])
+
+
+def _insert_under_parent(backend: Backend) -> Prepared:
+    """The INSERT of one node's row that stores it only where its parent is stored (or it has
+    none) and it is not: the append path's lookup of the node and its parent, in the insert."""
+    columns = [c for c in nodes.columns if c.name != "pk" and stored_on(c, backend.name)]
+    values = [TENANT if c.name == "tenant" else bindparam(c.name, type_=c.type) for c in columns]
+    parent = nodes.alias("parent")
+    stored_parent = exists().where(
+        of_tenant(parent),
+        parent.c.session_id == bindparam("session_id"),
+        parent.c.id == bindparam("parent_id"),
+    )
+    no_parent = bindparam("parent_id", type_=nodes.c.parent_id.type).is_(None)
+    under_parent = select(*values).where(or_(no_parent, stored_parent))
+    keys = [nodes.c.tenant, nodes.c.session_id, nodes.c.id]
+    insert = backend.insert(nodes).from_select([c.name for c in columns], under_parent)
+    return Prepared(insert.on_conflict_do_nothing(index_elements=keys))
+
+
+_INSERT_UNDER_PARENT = {backend: _insert_under_parent(backend) for backend in BACKENDS}
 _MOVE_HEAD = Prepared(
     update(sessions)
     .where(of_tenant(sessions), sessions.c.id == bindparam("session_id"))
@@ -319,6 +341,27 @@ def store_chain(
         if usages:
             yield from store_usage(backend, session_id, [node.id for node in chain], usages)
         return
+    if len(chain) == 1:
+        yield from _store_node(backend, session_id, chain[0])
+    else:
+        new = yield from _new_nodes(backend, session_id, chain)
+        if new:
+            yield from insert_nodes(backend, session_id, new)
+    yield append_records(session_id, chain, usages)
+    if usages:
+        yield from store_usage(backend, session_id, [node.id for node in chain], usages)
+    yield _MOVE_HEAD, {"session_id": session_id, "new_head": chain[-1].id, "now": now}
+
+
+def _new_nodes(
+    backend: Backend, session_id: str, chain: Sequence[SessionNode]
+) -> Plan[list[SessionNode]]:
+    """The nodes of `chain` the session does not hold, the others compared with its rows.
+
+    Raises:
+        UnknownNodeError: the chain's parent is not stored.
+        NodeConflictError: a node's id is stored with other content.
+    """
     parent = chain[0].parent
     wanted = [node.id for node in chain] + ([parent] if parent is not None else [])
     found = yield from stored_node_rows(backend, session_id, wanted)
@@ -330,12 +373,29 @@ def store_chain(
             refuse_other_content(session_id, node, found[node.id])
         else:
             new.append(node)
-    if new:
-        yield from insert_nodes(backend, session_id, new)
-    yield append_records(session_id, chain, usages)
-    if usages:
-        yield from store_usage(backend, session_id, [node.id for node in chain], usages)
-    yield _MOVE_HEAD, {"session_id": session_id, "new_head": chain[-1].id, "now": now}
+    return new
+
+
+def _store_node(backend: Backend, session_id: str, node: SessionNode) -> Plan[None]:
+    """Insert one node with its blocks, unless the session holds it already: one statement
+    inserts it where its parent is stored and it is not, and only when it inserts nothing are
+    the two looked up (`_new_nodes`: which of them answers). One statement fewer per append
+    than looking them up first, with SQLite's writer lock held."""
+    row, blocks = _node_rows(session_id, node)
+    inserted = yield _INSERT_UNDER_PARENT[backend], row
+    if inserted.rowcount:
+        yield from insert_rows(backend, session_id, [row], blocks, node_rows_inserted=True)
+    elif (yield from _new_nodes(backend, session_id, (node,))):  # pragma: no cover - inserted
+        yield from insert_rows(backend, session_id, [row], blocks)
+
+
+def _node_rows(
+    session_id: str, node: SessionNode
+) -> tuple[dict[str, Any], Iterable[dict[str, Any]]]:
+    """A node's `nodes` row and its `node_blocks` rows."""
+    text = node.turn.json_text()
+    turn = jsjson.loads(text)  # the wire dict, for the derived columns: faster than to_json
+    return stored_rows(session_id, node.id, node.parent, node.created_at, turn, text)
 
 
 def insert_nodes(backend: Backend, session_id: str, new_nodes: Sequence[SessionNode]) -> Plan[None]:
@@ -343,9 +403,7 @@ def insert_nodes(backend: Backend, session_id: str, new_nodes: Sequence[SessionN
     node_rows: list[dict[str, Any]] = []
     blocks: list[Iterable[dict[str, Any]]] = []
     for node in new_nodes:
-        text = node.turn.json_text()
-        turn = jsjson.loads(text)  # the wire dict, for the derived columns: faster than to_json
-        row, rows = stored_rows(session_id, node.id, node.parent, node.created_at, turn, text)
+        row, rows = _node_rows(session_id, node)
         node_rows.append(row)
         blocks.append(rows)
     yield from insert_rows(backend, session_id, node_rows, itertools.chain.from_iterable(blocks))
@@ -358,12 +416,13 @@ def insert_rows(
     blocks: Iterable[Mapping[str, Any]],
     *,
     bulk: bool = False,
+    node_rows_inserted: bool = False,
 ) -> Plan[None]:
     """Insert one session's `nodes` rows (parents first) and their `node_blocks` rows, a
     bounded batch at a time (the rows may be built as they are read), and index the nodes'
     text for full-text search. `bulk`: an import's many rows, copied where the backend can
-    (`BulkRows`: PostgreSQL's COPY)."""
-    if node_rows:
+    (`BulkRows`: PostgreSQL's COPY). `node_rows_inserted`: the `nodes` rows are in already."""
+    if node_rows and not node_rows_inserted:
         yield BulkRows(INSERT_NODES, node_rows) if bulk else (INSERT_NODES, node_rows)
     rows = iter(blocks)
     while batch := list(itertools.islice(rows, BLOCK_ROWS)):

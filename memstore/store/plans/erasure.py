@@ -424,7 +424,13 @@ def erase(
 
 
 def erasures_of(limit: int | None = None) -> Plan[list[dict[str, Any]]]:
-    """The receipts, newest first."""
+    """The receipts, newest first.
+
+    Raises:
+        InvalidArgumentError: `limit` is no whole number >= 0.
+    """
+    if limit is not None and (type(limit) is not int or limit < 0):
+        raise InvalidArgumentError(f"a receipt list's limit is a whole number >= 0, not {limit!r}")
     query = select(erasures).where(of_tenant(erasures)).order_by(erasures.c.id.desc())
     if limit is not None:
         query = query.limit(limit)

@@ -25,6 +25,7 @@ from sqlalchemy import ColumnElement, Select, and_, or_
 from memstore import jsjson
 from memstore.errors import InvalidArgumentError, InvalidJsonError
 from memstore.store.tables import sessions
+from memstore.types import MAX_CREATED_AT, MIN_CREATED_AT
 
 __all__ = ["SessionOrder", "Window", "decode_cursor", "encode_cursor", "epoch_ms"]
 
@@ -32,19 +33,27 @@ SessionOrder = Literal["updated", "id"]
 _ORDERS = ("updated", "id")
 
 
-def epoch_ms(value: int | datetime | None, name: str) -> int | None:
-    """A time bound as epoch milliseconds: an int as it is, an aware datetime converted.
+def epoch_ms(
+    value: int | datetime | None, name: str, *, minimum: int = MIN_CREATED_AT
+) -> int | None:
+    """A time as epoch milliseconds: an int as it is, an aware datetime converted; both within
+    `minimum` and the 64-bit integers the databases hold.
 
     Raises:
-        InvalidArgumentError: neither, or a datetime without a time zone.
+        InvalidArgumentError: neither, a datetime without a time zone, or out of that range.
     """
-    if value is None or (type(value) is int):
+    if value is None:
         return value
     if isinstance(value, datetime):
         if value.tzinfo is None:
             raise InvalidArgumentError(f"{name} needs a time zone (datetime.now(UTC), not now())")
-        return int(value.timestamp() * 1000)
-    raise InvalidArgumentError(f"{name} is epoch milliseconds or a datetime, not {value!r}")
+        value = int(value.timestamp() * 1000)
+    if type(value) is not int or not minimum <= value <= MAX_CREATED_AT:
+        raise InvalidArgumentError(
+            f"{name} is epoch milliseconds from {minimum} to {MAX_CREATED_AT} or an aware "
+            f"datetime, not {value!r}"
+        )
+    return value
 
 
 def encode_cursor(order: str, updated_at: int, session_id: str) -> str:

@@ -371,11 +371,11 @@ def metadata_object(backend: Backend, field: str, value: object) -> dict[str, An
     if not isinstance(value, Mapping) or not all(isinstance(key, str) for key in value):
         raise InvalidArgumentError(f"{field}: a mapping with string keys, not {value!r}")
     if not backend.text_holds_nul:
-        _refuse_nul(backend, {field: value})
+        refuse_nul(backend, {field: value})
     return dict(value)
 
 
-def _refuse_nul(backend: Backend, fields: Mapping[str, object]) -> None:
+def refuse_nul(backend: Backend, fields: Mapping[str, object]) -> None:
     """Refuse the first string among `fields` (or keys, values and items inside them, at any
     depth) that holds a NUL character, naming where it is: `backend` cannot store it."""
     pending = list(fields.items())
@@ -419,7 +419,7 @@ def update_session(
             None if metadata is None else metadata_object(backend, "metadata", metadata)
         )
     if not backend.text_holds_nul:
-        _refuse_nul(backend, {"title": title, "tags": tags})
+        refuse_nul(backend, {"title": title, "tags": tags})
     yield from ensure_session(backend, session_id, now_ms())
     if not isinstance(title, Unset):
         values["title"] = title
