@@ -378,22 +378,20 @@ def refuse_unstorable(backend: Backend, fields: Mapping[str, object]) -> None:
     """Refuse the first string among `fields` (or keys, values and items inside them, at any
     depth) that `backend` cannot store, naming where it is: a lone surrogate (not text, on
     every backend) or a NUL character (where the backend's text cannot hold one)."""
-    pending = list(fields.items())
+    pending: list[tuple[str, object]] = list(fields.items())
     while pending:
         name, value = pending.pop()
-        texts: list[tuple[str, str]] = []
         if isinstance(value, str):
-            texts.append((name, value))
+            _refuse_unstorable_text(backend, name, value)
         elif isinstance(value, Mapping):
-            texts.extend((f"{name} key {key!r}", key) for key in value if isinstance(key, str))
+            pending.extend((f"{name} key {key!r}", key) for key in value if isinstance(key, str))
             pending.extend((f"{name}[{key!r}]", item) for key, item in value.items())
         elif isinstance(value, list | tuple):
             pending.extend((f"{name}[{index}]", item) for index, item in enumerate(value))
-        for where, text in texts:
-            _refuse_unstorable_text(backend, where, text)
 
 
 def _refuse_unstorable_text(backend: Backend, where: str, text: str) -> None:
+    """Refuse `text` (found at `where`) if `backend` cannot store it."""
     if "\x00" in text and not backend.text_holds_nul:
         raise InvalidArgumentError(
             f"{where} holds a NUL character, which {backend.label} cannot store: remove it"
