@@ -158,7 +158,13 @@ def test_the_command_line_pages_with_the_cursor_its_json_gives(database_url: str
     assert seen == listing
     table = runner.invoke(app, ["--db", database_url, "sessions", "--page-size", "2"])
     assert table.exit_code == 0
-    assert "next page: memstore sessions --page-size 2 --cursor " in table.stderr
+    assert f"next page: memstore --db {database_url} sessions --page-size 2 --cursor " in (
+        table.stderr.replace("'", "")
+    )
+    from_environment = runner.invoke(
+        app, ["sessions", "--page-size", "2"], env={"MEMSTORE_DB": database_url}
+    )
+    assert "next page: memstore sessions --page-size 2 --cursor " in from_environment.stderr
     bad = runner.invoke(app, ["--db", database_url, "sessions", "--updated-before", "soon"])
     assert bad.exit_code == 2
     assert "--updated-before is epoch milliseconds" in bad.stderr
@@ -171,8 +177,9 @@ def test_the_command_line_pages_with_the_cursor_its_json_gives(database_url: str
 def test_the_command_lines_next_page_hint_keeps_the_order_filters_and_page_size(
     database_url: str,
 ) -> None:
-    """The hint a table prints is the whole next command: following it lists the next page
-    (it said `--cursor X` alone, which an `--order id` cursor refuses without `--order id`)."""
+    """The hint a table prints is the whole next command, the database given before it
+    included: following it lists the next page (it said `--cursor X` alone, which an
+    `--order id` cursor refuses without `--order id`)."""
     import shlex
 
     from typer.testing import CliRunner
@@ -183,13 +190,14 @@ def test_the_command_lines_next_page_hint_keeps_the_order_filters_and_page_size(
         make_sessions(store, 9)
         wanted = [info.id for info in store.sessions(tag="even", order="id")]
     runner = CliRunner()
-    arguments = ["sessions", "--tag", "even", "--order", "id", "--page-size", "2"]
+    arguments = ["--db", database_url, "sessions", "--tag", "even", "--order", "id"]
+    arguments += ["--page-size", "2"]
     seen: list[str] = []
     while True:
-        result = runner.invoke(app, ["--db", database_url, *arguments, "--json"])
+        result = runner.invoke(app, [*arguments, "--json"])
         assert result.exit_code == 0, result.output
         seen.extend(item["sessionId"] for item in json.loads(result.stdout)["sessions"])
-        table = runner.invoke(app, ["--db", database_url, *arguments])
+        table = runner.invoke(app, arguments)
         assert table.exit_code == 0, table.output
         if "next page:" not in table.stderr:
             break

@@ -281,3 +281,23 @@ def listed_short_ids(store: SessionStore, nodes: Mapping[str, Sequence[str]]) ->
         more = len(ids) - LISTED_IDS
         listed[session] = f"{text} and {more} more (--json lists them all)" if more > 0 else text
     return listed
+
+
+def global_options_given(ctx: typer.Context) -> list[str]:
+    """The options given before the command on its command line (`--db`, `--schema`,
+    `--tenant`; not those read from the environment), to repeat in a command it suggests. A
+    password in `--db` is shown as *** (the user fills it in, or sets MEMSTORE_DB)."""
+    parent = ctx.parent
+    if parent is None:
+        return []
+    given: list[str] = []
+    for name, option in (("db", "--db"), ("schema", "--schema"), ("tenant", "--tenant")):
+        source = parent.get_parameter_source(name)  # typer's own click's ParameterSource
+        if source is not None and source.name == "COMMANDLINE":
+            value = str(parent.params[name])
+            if name == "db":
+                from sqlalchemy.engine import make_url
+
+                value = make_url(value).render_as_string(hide_password=True)
+            given += [option, value]
+    return given

@@ -18,6 +18,7 @@ from memstore.cli._common import (
     err,
     existing_session,
     friendly_errors,
+    global_options_given,
     json_record,
     open_store,
     out,
@@ -135,7 +136,7 @@ def list_sessions(
             "--cursor": next_cursor,
         }
         command = shlex.join(
-            ["memstore", "sessions"]
+            ["memstore", *global_options_given(ctx), "sessions"]
             + [
                 part
                 for option, value in given.items()
