@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -17,7 +16,6 @@ from memstore.cli._common import (
     counted,
     emit_json,
     friendly_errors,
-    json_record,
     listed_short_ids,
     open_store,
     out,
@@ -26,6 +24,7 @@ from memstore.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
     from memstore.store.plans.erasure import ErasureReport
+    from memstore.store.plans.erasure_receipts import ErasureReceipt
 
 
 def _subject(text: str | None) -> tuple[str, str] | None:
@@ -176,13 +175,20 @@ def erase(
         out.print(line, soft_wrap=True, highlight=False)
 
 
-def _receipt_json(row: dict[str, Any]) -> dict[str, Any]:
-    """A receipt row as `--json` prints it: camelCase keys, its target and targets as `erase
-    --json` prints them."""
-    receipt = json_record({key: value for key, value in row.items() if key != "targets_json"})
-    receipt["target"] = _target_json(row["scope"], row["target"])
-    reached = json.loads(row["targets_json"])
-    return {**receipt, **_reached_json(reached["sessions"], reached["nodes"])}
+def _receipt_json(receipt: ErasureReceipt) -> dict[str, Any]:
+    """A receipt as `--json` prints it: camelCase keys, its target and what it reached as
+    `erase --json` prints them."""
+    return {
+        "id": receipt.id,
+        "erasedAt": receipt.erased_at,
+        "scope": receipt.scope,
+        "target": _target_json(receipt.scope, receipt.target),
+        "reason": receipt.reason,
+        "sessionsDeleted": receipt.sessions_deleted,
+        "nodesErased": receipt.nodes_erased,
+        "summariesErased": receipt.summaries_erased,
+        **_reached_json(receipt.sessions, receipt.nodes),
+    }
 
 
 @app.command("erasures")
@@ -200,24 +206,24 @@ def erasures(
     from memstore.terminal import data_table, format_time
 
     with open_store(ctx, tenant=tenant, read_only=True) as store:
-        rows = store.erasures(limit=limit)
+        receipts = store.erasures(limit=limit)
     if as_json:
-        emit_json([_receipt_json(row) for row in rows])
+        emit_json([_receipt_json(receipt) for receipt in receipts])
         return
     table = data_table(
         ("receipt", "erased (UTC)", "scope", "sessions", "nodes", "summaries", "target", "reason"),
         [
             (
-                str(row["id"]),
-                format_time(row["erased_at"]),
-                row["scope"],
-                str(row["sessions_deleted"]),
-                str(row["nodes_erased"]),
-                str(row["summaries_erased"]),
-                row["target"],
-                row["reason"],
+                str(receipt.id),
+                format_time(receipt.erased_at),
+                receipt.scope,
+                str(receipt.sessions_deleted),
+                str(receipt.nodes_erased),
+                str(receipt.summaries_erased),
+                receipt.target,
+                receipt.reason,
             )
-            for row in rows
+            for receipt in receipts
         ],
         copyable=(True, True, True, True, True, True, True, False),
         width=out.width,

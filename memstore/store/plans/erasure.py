@@ -421,18 +421,3 @@ def erase(
     if backend.secure_delete:
         yield text("PRAGMA secure_delete = OFF")
     return replace(report, erased=True, receipt=int(receipt))
-
-
-def erasures_of(limit: int | None = None) -> Plan[list[dict[str, Any]]]:
-    """The receipts, newest first.
-
-    Raises:
-        InvalidArgumentError: `limit` is no whole number >= 0.
-    """
-    if limit is not None and (type(limit) is not int or limit < 0):
-        raise InvalidArgumentError(f"a receipt list's limit is a whole number >= 0, not {limit!r}")
-    query = select(erasures).where(of_tenant(erasures)).order_by(erasures.c.id.desc())
-    if limit is not None:
-        query = query.limit(limit)
-    rows = yield query
-    return [dict(row._mapping) for row in rows]
