@@ -108,6 +108,7 @@ def test_a_default_of_no_time_is_listed_as_0s(database_url: str) -> None:
         (("default",), "give a duration (90d) or --remove"),
         (("default", "90d", "--remove"), "give a duration (90d) or --remove"),
         (("default", "90"), "AFTER: '90' is no duration"),
+        (("default", "90d", "--tag", ""), "--tag: a tag is a non-empty string, not ''"),
     ],
 )
 def test_memstore_expiry_refuses_bad_arguments_and_changes_nothing(

@@ -168,6 +168,10 @@ def test_the_command_line_pages_with_the_cursor_its_json_gives(database_url: str
     bad = runner.invoke(app, ["--db", database_url, "sessions", "--updated-before", "soon"])
     assert bad.exit_code == 2
     assert "--updated-before is epoch milliseconds" in bad.stderr
+    for paging in ([], ["--page-size", "2"]):
+        empty = runner.invoke(app, ["--db", database_url, "sessions", "--tag", "", *paging])
+        assert empty.exit_code == 2
+        assert "--tag: a tag is a non-empty string, not ''" in empty.stderr
     later = runner.invoke(
         app, ["--db", database_url, "sessions", "--json", "--updated-after", "2100-01-01"]
     )

@@ -27,10 +27,35 @@ from memstore.errors import InvalidArgumentError, InvalidJsonError
 from memstore.store.tables import sessions
 from memstore.types import MAX_CREATED_AT, MIN_CREATED_AT
 
-__all__ = ["SessionOrder", "Window", "decode_cursor", "encode_cursor", "epoch_ms"]
+__all__ = [
+    "SessionOrder",
+    "Window",
+    "a_tag",
+    "decode_cursor",
+    "encode_cursor",
+    "epoch_ms",
+    "tag_filter",
+]
 
 SessionOrder = Literal["updated", "id"]
 _ORDERS = ("updated", "id")
+
+
+def a_tag(tag: object, name: str) -> str:
+    """A session's tag: a non-empty string.
+
+    Raises:
+        InvalidArgumentError: naming `name`, for anything else ("" as a filter would match no
+            session, or only those given an empty tag).
+    """
+    if not isinstance(tag, str) or not tag:
+        raise InvalidArgumentError(f"{name}: a tag is a non-empty string, not {tag!r}")
+    return tag
+
+
+def tag_filter(tag: str | None, name: str = "tag") -> str | None:
+    """A tag to filter by (`a_tag`), or None: no filter."""
+    return None if tag is None else a_tag(tag, name)
 
 
 def epoch_ms(
