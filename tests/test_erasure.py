@@ -427,6 +427,36 @@ def test_memstore_erase_reports_then_erases_with_yes(database_url: str, tmp_path
     assert receipt["nodes"] == report["nodes"]
 
 
+def test_memstore_erasures_keeps_what_each_erasure_did_at_80_columns(database_url: str) -> None:
+    """At 80 columns the table left out the sessions column (with the summaries): a session
+    erased whole read as `nodes 0`. The scope (the target's form says it) and the summaries go
+    first; the counts stay, in the table or, when it cannot fit, one receipt per block."""
+    from typer.testing import CliRunner
+
+    from memstore.cli import app
+
+    def at_80() -> list[str]:
+        result = CliRunner().invoke(app, ["--db", database_url, "erasures"], env={"COLUMNS": "80"})
+        assert result.exit_code == 0, result.output
+        lines = result.stdout.splitlines()
+        assert all(len(line) <= 80 for line in lines), result.stdout
+        return lines
+
+    with SessionStore(database_url) as store:
+        store.append("chat-7", said("hello", "u-alice"))
+        store.append("chat-8", said("hello again"))
+        store.erase(session_id="chat-8", reason="closed account", dry_run=False)
+    header, _, row = at_80()
+    headers = [name.strip() for name in header.split("┃")]
+    assert headers == ["receipt", "erased (UTC)", "sessions", "nodes", "target", "reason"]
+    assert row.split("│")[2:5] == [" 1        ", " 0     ", " chat-8 "]
+    with SessionStore(database_url) as store:
+        store.erase(subject=("user_id", "u-alice"), reason="GDPR request #17", dry_run=False)
+    shown = " ".join(at_80())
+    for field in ("sessions", "nodes", "user_id=u-alice", "chat-8", "GDPR request #17"):
+        assert field in shown
+
+
 def test_memstore_erase_lists_a_few_short_ids_of_thousands(database_url: str) -> None:
     """A subject's 1,200 turns in one session: the report's line names a few nodes by their
     short ids and says how many more (it printed every whole id, 40 kB on one line)."""

@@ -227,7 +227,7 @@ def erasures(
         ],
         copyable=(True, True, True, True, True, True, True, False),
         width=out.width,
-        spare=("summaries", "sessions", "scope"),
+        spare=("summaries", "scope"),
     )
     out.print(table)
 
