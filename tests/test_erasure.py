@@ -533,11 +533,16 @@ def test_memstore_erase_of_a_session_counts_the_nodes_it_holds(
     [
         (("--subject", "user_id", "--reason", "r"), "--subject: 'user_id' is not KEY=VALUE"),
         (("--node", "abc", "--reason", "r"), "--node needs --session"),
-        (("--session", "s", "--reason", " "), "reason: say why"),
+        (("--session", "s", "--reason", " "), "error: --reason: say why"),
         (("--session", "nope", "--reason", "r"), "no session 'nope'"),
         (("--session", "s", "--node", "ffff", "--reason", "r"), "ffff"),
-        (("--reason", "r"), "erase needs session_id"),
-        (("--session", "s", "--subject", "k=v", "--reason", "r"), "not both"),
+        (("--reason", "r"), "erase needs --session (with --node: one node) or --subject"),
+        (
+            ("--session", "s", "--subject", "k=v", "--reason", "r"),
+            "erase a subject (--subject), or a session or node (--session, --node): not both",
+        ),
+        (("--subject", "a b=x", "--reason", "r"), "error: --subject key 'a b': letters"),
+        (("--subject", "k=", "--reason", "r"), "error: --subject value is a non-empty string"),
     ],
 )
 def test_memstore_erase_refuses_bad_options(

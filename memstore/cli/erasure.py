@@ -43,6 +43,10 @@ def _subject(text: str | None) -> tuple[str, str] | None:
     return key, value
 
 
+_OPTIONS = {"reason": "--reason", "session": "--session", "node": "--node", "subject": "--subject"}
+"""How `erase`'s refusals name what was given: by the options."""
+
+
 def _target_json(scope: str, target: str) -> dict[str, Any]:
     """A receipt's `target` (the session id, `session/node` or `key=value`) as JSON: a session
     (and node) by `sessionId` and `nodeId`, as every command names them, or a subject."""
@@ -143,9 +147,12 @@ def erase(
     (`memstore erasures`). On SQLite, `memstore vacuum` then leaves none of the erased bytes in
     the file.
     """
+    from memstore.store.plans.erasure import target_of
+
     pair = _subject(subject)
     if node is not None and session is None:
         raise InvalidArgumentError("--node needs --session, the session that holds the node")
+    target_of(session, node, pair, reason, names=_OPTIONS)  # refusals naming the options
     with open_store(ctx, tenant=tenant, read_only=dry_run) as store:
         if node is not None and session is not None:
             node = store.resolve_node_id(session, node)  # a short id, as the tables show them

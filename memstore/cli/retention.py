@@ -247,7 +247,7 @@ def expiry_set(
         raise InvalidArgumentError("give exactly one of --at (a time) and --in (a duration)")
     later = _duration(after, "--in")
     if later is None:
-        expires_at = time_option(at, "--at")
+        expires_at = time_option(at, "--at", minimum=0)
     else:
         expires_at = now_ms() + later // timedelta(milliseconds=1)
     _set_expiries(ctx, sessions, expires_at, as_json, tenant)
