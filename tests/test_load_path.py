@@ -10,7 +10,7 @@ import sqlalchemy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memstore import SessionNode, Turn, UnknownNodeError
+from memstore import SessionNode, ToolCallBlock, ToolResultBlock, Turn, UnknownNodeError
 from memstore.errors import InvalidArgumentError, InvalidNodeIdError
 from memstore.store import SessionStore, create_store_engine, plans
 from memstore.store.operation import Program, Run
@@ -113,6 +113,25 @@ def test_last_n_of_a_chain_and_of_a_branch(store: SessionStore) -> None:
     assert [node.id for node in store.load_path_nodes("s", last=1)] == [ids[1], other]
     assert store.load_path("s", ids[-1], last=100) == g.path_to(ids[-1])
     assert store.load_path("s", last=0) == []
+
+
+def test_last_n_keeps_the_calls_of_parallel_results(store: SessionStore) -> None:
+    """Parallel calls stored one per turn (Claude Code's files): the newest turns started on
+    the second call, and kept the first call's result without the call."""
+    turns = [say("q"), call(1), call(2), call(3), result(1), result(2), result(3), say("x")]
+    store.append_many("s", [say("orphan"), result(9), *turns * 300])  # 2,402 turns
+    path = store.load_path("s")
+    for last in range(1, 9):
+        newest = store.load_path("s", last=last)
+        calls = {b.id for t in newest for b in t.blocks if isinstance(b, ToolCallBlock)}
+        answered = {b.call_id for t in newest for b in t.blocks if isinstance(b, ToolResultBlock)}
+        assert answered <= calls, last
+        assert newest == path[-len(newest) :]
+        assert len(newest) == (1 if last == 1 else max(last, 7))  # from the first call on
+    # a result whose call the session never held moves the start back off it, no further
+    assert [
+        t.blocks[0].kind for t in store.load_path("s", store.load_path_nodes("s")[1].id, last=1)
+    ] == ["text", "tool_result"]
 
 
 def test_unknown_leaves_and_empty_or_missing_sessions(store: SessionStore) -> None:

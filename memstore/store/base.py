@@ -255,7 +255,7 @@ class StoreBase(Listing, Retention, Erasure, KeyedAppends, NodeIds, SessionMetad
         is read flat, in the order stored; any other is walked in SQL, parent by parent.
 
         With `last=N`, only the newest N turns (walked: N steps, whatever the session's size),
-        moved back so that the first is never a tool_result cut off from its tool_call. A
+        moved back so that no tool_result is cut off from its tool_call. A
         missing or empty session gives [].
 
         Raises:

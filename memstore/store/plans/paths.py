@@ -33,6 +33,7 @@ from memstore.store.tables import (
     of_visible_session,
     sessions,
 )
+from memstore.toolpairs import call_ids, result_ids, unanswered
 from memstore.types import SessionNode, Turn
 
 __all__ = ["load_path", "load_path_nodes"]
@@ -226,7 +227,7 @@ def _newest_path_nodes(
 ) -> Plan[list[SessionNode]]:
     """The newest `last` nodes of the path to `leaf` (default: the head), walked in SQL (a
     walk of `last` steps, where a flat read would read the whole session), moved back so that
-    the first is never a tool_result cut off from its tool_call."""
+    no tool_result is cut off from its tool_call."""
     if leaf is None:
         leaf = (yield session_row(session_id)).scalar_one_or_none()
         if leaf is None:
@@ -237,9 +238,16 @@ def _newest_path_nodes(
         path = nodes_from_rows((yield from _walked_rows(backend, session_id, leaf, last)))
     if not path:
         raise UnknownNodeError(session_id, leaf)
-    while path[0].parent is not None and path[0].turn.has_tool_result:
+    # Back off a tool_result, and through a run of tool calls until every result's call is in:
+    # parallel calls stored one per turn put a result's call several turns before it.
+    missing = unanswered([node.turn for node in path])
+    while path[0].parent is not None and (
+        path[0].turn.has_tool_result or (missing and call_ids(path[0].turn))
+    ):
         (row,) = yield node_rows(session_id, [path[0].parent])
         path.insert(0, node_from_row(row))
+        missing.update(result_ids(path[0].turn))
+        missing.difference_update(call_ids(path[0].turn))
     return path
 
 
