@@ -17,6 +17,7 @@ from sqlalchemy import (
     Text,
     bindparam,
     delete,
+    distinct,
     func,
     insert,
     literal,
@@ -220,14 +221,12 @@ def _metadata_filter(key: str, value: Any) -> ColumnElement[bool]:
 
 
 def _tip_count() -> Any:
-    """Per session: nodes that no node names as parent, i.e. the tips of its branches."""
-    child = nodes.alias("child")
-    has_child = select(child.c.id).where(
-        of_tenant(child), child.c.session_id == nodes.c.session_id, child.c.parent_id == nodes.c.id
-    )
+    """Per session: nodes that no node names as parent, i.e. the tips of its branches: the nodes
+    less the distinct parents (each a node of the session, by foreign key), one index read. An
+    anti join could be planned as a read of the whole session per node (quadratic)."""
     return (
-        select(func.count())
-        .where(of_tenant(nodes), nodes.c.session_id == sessions.c.id, ~has_child.exists())
+        select(func.count() - func.count(distinct(nodes.c.parent_id)))
+        .where(of_tenant(nodes), nodes.c.session_id == sessions.c.id)
         .scalar_subquery()
     )
 
