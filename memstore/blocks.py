@@ -78,7 +78,8 @@ class WireField:
     def problem(self, block: Raw) -> str | None:
         """What is wrong with this field of `block`, or None."""
         if self.key not in block:
-            return f'needs {self.type_name} "{self.key}"' if self.required else None
+            mixed = next((f', not "{k}"' for k in _MIXED_UP.get(self.key, ()) if k in block), "")
+            return f'needs {self.type_name} "{self.key}"{mixed}' if self.required else None
         value = block[self.key]
         if value is None and self.nullable:
             return None
@@ -88,6 +89,7 @@ class WireField:
 
 
 _TYPE_NAMES = {str: "a string", bool: "a boolean", object: "any JSON value"}
+_MIXED_UP = {"id": ("callId", "call_id"), "callId": ("call_id", "id"), "mediaType": ("media_type",)}
 
 
 def _wire_field(key: str, annotation: Any, required: bool) -> WireField:

@@ -36,6 +36,11 @@ def test_the_importers_check_accepts_exactly_what_validation_accepts(turn: Any) 
         ({"kind": "tool_result", "callId": "c", "isError": 1}, '"isError" that is not a boolean'),
         ({"kind": "image", "mediaType": "x"}, '(image) needs a string "dataBase64"'),
         ({"kind": 3}, "turn.blocks[0] must be an object with a string kind"),
+        # the key written instead: a Python attribute's snake_case, the other tool block's id
+        ({"kind": "tool_call", "callId": "c", "name": "ls"}, 'needs a string "id", not "callId"'),
+        ({"kind": "tool_result", "call_id": "c"}, 'needs a string "callId", not "call_id"'),
+        ({"kind": "tool_result", "id": "c"}, 'needs a string "callId", not "id"'),
+        ({"kind": "image", "media_type": "x"}, 'needs a string "mediaType", not "media_type"'),
     ],
 )
 def test_a_refused_block_is_named_with_its_field(block: dict[str, Any], problem: str) -> None:
