@@ -207,8 +207,8 @@ def test_negative_counts_are_refused_alike(imported: str, args: list[str]) -> No
 def test_a_window_too_small_for_the_request_is_refused(large: str) -> None:
     done = memstore(large, "compact", "large-session", "--window", "10")
     assert done.returncode == 2
-    assert "a context window of 10 tokens cannot hold" in flat(done.stderr)
-    assert "give at least" in flat(done.stderr)
+    assert "--window 10 cannot hold the summarizing request" in flat(done.stderr)
+    assert "give --window 273 or more" in flat(done.stderr)
     show = memstore(large, "show", "large-session", "--last", "1", "--json")
     assert json.loads(show.stdout)[0]["id"] == "0ba4d965ed6b683279ad378318db02b1"
 
@@ -347,3 +347,27 @@ def test_demo_on_postgresql_with_a_superuser_login_skips_the_sql_step_in_one_lin
     (skipped,) = [line for line in done.stdout.splitlines() if line.startswith("sql: skipped:")]
     assert "--read-url" in skipped
     assert "byte-identical to the original: True" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--window", "100"], "--window 100 cannot hold the summarizing request and its reply: "),
+        (["--window", "300", "--max-output", "100"], "with --max-output 100: give --window 305"),
+        (["--invoker", "openai"], "api.openai.com needs an API key: set OPENAI_API_KEY"),
+        (["--invoker", "anthropic"], "api.anthropic.com needs an API key: set ANTHROPIC_API_KEY"),
+        (["--invoker", "openai", "--base-url", "ftp://x"], "URL; pass --base-url or set"),
+    ],
+)
+def test_compact_refusals_name_the_options(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch, args: list[str], said: str
+) -> None:
+    """They named the library's arguments (`pass api_key=...`, which the command has not) and
+    no option for a window too small."""
+    for variable in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(variable, raising=False)
+    two_sessions(sqlite_url)
+    done = memstore(sqlite_url, "compact", "a", *args)
+    assert done.returncode in (1, 2)
+    assert said in flat(done.stderr)
+    assert "=..." not in done.stderr

@@ -34,11 +34,18 @@ class InvokerChoice(enum.StrEnum):
 
 def _invoker(choice: InvokerChoice, model: str, base_url: str | None) -> ModelInvoker:
     from memstore import invokers
+    from memstore.errors import InvokerConfigError
 
-    if choice is InvokerChoice.OPENAI:
-        return invokers.openai_compatible(base_url, model)
-    if choice is InvokerChoice.ANTHROPIC:
-        return invokers.anthropic(model, base_url=base_url)
+    try:
+        if choice is InvokerChoice.OPENAI:
+            return invokers.openai_compatible(base_url, model)
+        if choice is InvokerChoice.ANTHROPIC:
+            return invokers.anthropic(model, base_url=base_url)
+    except InvokerConfigError as exc:  # the library names its arguments; name the options
+        said = (
+            str(exc).replace("pass api_key=... or set", "set").replace("base_url=...", "--base-url")
+        )
+        raise InvokerConfigError(said) from exc
     return invokers.extractive()
 
 
@@ -70,11 +77,17 @@ def compact(
 
     The old branch stays in place; the head moves to the new branch.
     """
-    from memstore.condense import check_window
+    from memstore.condense import minimum_window, request_budget
+    from memstore.errors import InvalidArgumentError
     from memstore.types import CompactionPolicy, ModelCard
 
     card = ModelCard(id=model, context_window=window, max_output_tokens=max_output)
-    check_window(card)  # before the database is opened (the library checks it too)
+    if request_budget(card) is None:  # before the database is opened (the library checks too)
+        reply = "" if max_output is None else f" with --max-output {max_output}"
+        raise InvalidArgumentError(
+            f"--window {window} cannot hold the summarizing request and its reply{reply}: "
+            f"give --window {minimum_window(max_output)} or more"
+        )
     with open_store(ctx, tenant=tenant) as store:
         existing_session(store, session)
         chosen = _invoker(invoker, model, base_url)
