@@ -371,3 +371,12 @@ def test_compact_refusals_name_the_options(
     assert done.returncode in (1, 2)
     assert said in flat(done.stderr)
     assert "=..." not in done.stderr
+
+
+def test_compacting_twice_says_there_is_only_the_summary(sqlite_url: str) -> None:
+    two_sessions(sqlite_url)
+    first = memstore(sqlite_url, "compact", "a", "--keep-recent", "2")
+    assert "condensed" in flat(first.stdout)
+    again = memstore(sqlite_url, "compact", "a", "--keep-recent", "2")
+    assert again.returncode == 0
+    assert "nothing to condense: the head's path is an earlier summary" in flat(again.stdout)

@@ -270,3 +270,24 @@ def test_the_kept_tail_holds_the_call_of_every_result_it_keeps(store: SessionSto
         assert result.changed
         assert result.kept_turns in (1, keep)
         store.append_node("s", head)  # the head back on the whole history
+
+
+def test_compacting_again_with_nothing_new_writes_nothing(store: SessionStore) -> None:
+    """The second `memstore compact` (a cron, a retry) condensed the summary alone into a new
+    summary: a model call, a copy of the branch, and a longer history each time."""
+    seed(store, "s", history(3000, size=60))
+    calls: list[Conversation] = []
+
+    def model(conversation: Conversation, options: StreamOptions) -> Any:
+        calls.append(conversation)
+        return extractive()(conversation, options)
+
+    first = store.compact_session("s", CARD, model, KEEP)
+    assert first.changed
+    nodes, made = node_count(store, "s"), len(calls)
+    again = store.compact_session("s", CARD, model, KEEP)
+    assert not again.changed
+    assert again.new_head == again.previous_head == first.new_head
+    assert (len(calls), node_count(store, "s")) == (made, nodes)
+    store.session("s").append(history(1)[0])  # a new turn: the oldest kept one goes
+    assert store.compact_session("s", CARD, model, KEEP).condensed_turns == 2

@@ -98,6 +98,11 @@ def compact(
         emit_json(json_record(result))
     elif result.previous_head is None:
         out.print(f"{escape(session)} is empty: nothing to condense")
+    elif not result.changed and result.kept_turns > keep_recent:
+        out.print(
+            f"{escape(session)}: nothing to condense: the head's path is an earlier summary and "
+            f"the {result.kept_turns - 1} turns after it"
+        )
     elif not result.changed:
         out.print(
             f"{escape(session)}: nothing to condense: all {result.kept_turns} turns of the "

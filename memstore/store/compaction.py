@@ -14,7 +14,13 @@ from dataclasses import dataclass
 
 from sqlalchemy import select
 
-from memstore.condense import check_window, compact, estimate_context_tokens, stream_events
+from memstore.condense import (
+    check_window,
+    compact,
+    estimate_context_tokens,
+    find_cut_point,
+    stream_events,
+)
 from memstore.errors import UnknownSessionError
 from memstore.graph import SessionGraph, system_clock
 from memstore.redact import Redactor, apply_redactor
@@ -142,6 +148,16 @@ def _unchanged(session_id: str, head: str | None, turns: Sequence[Turn]) -> Comp
     return CompactionDraft(result, ())
 
 
+def _only_a_summary(turns: Sequence[Turn], policy: CompactionPolicy | None) -> bool:
+    """Whether all there is to condense is the summary an earlier compaction wrote: condensing
+    it alone again would write a copy of the branch, no shorter, at the cost of a model call."""
+    keep = (policy or CompactionPolicy()).keep_recent
+    if not turns or find_cut_point(turns, keep) != 1:
+        return False
+    marks = turns[0].to_json().get(METADATA_KEY)
+    return isinstance(marks, dict) and "condensed" in marks
+
+
 def _marked(summary: Turn, condensed: dict[str, object]) -> Turn:
     """The summary turn with a record of what it condensed, under `memstore.condensed`."""
     wire = summary.to_json()
@@ -166,6 +182,8 @@ async def draft_branch(
     """
     check_window(model_card)
     turns = [node.turn for node in path]
+    if _only_a_summary(turns, policy):
+        return _unchanged(session_id, head, turns)
     counter = _UsageCounter(invoker, model_card.id)
     condensed = await compact(turns, model_card, policy, counter)
     if head is None or condensed is turns:
