@@ -57,7 +57,8 @@ class RunLedger:
             try:
                 handler(event)
             except Exception:
-                logger.exception("run ledger handler %r failed on a %r event", handler, event.kind)
+                kind = event.get("kind") if isinstance(event, dict) else event.kind
+                logger.exception("run ledger handler %r failed on a %r event", handler, kind)
 
     def clear(self) -> None:
         """Remove every handler."""

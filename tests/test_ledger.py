@@ -108,6 +108,27 @@ def test_a_throwing_handler_is_isolated_and_logged(caplog: pytest.LogCaptureFixt
     assert "handler bug" in str(record.exc_info[1])
 
 
+def test_a_handler_failing_on_an_event_that_is_no_model_leaves_its_siblings_running(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A plain dict (as stream events may be) made the failure's log line raise AttributeError
+    (`event.kind`) out of `publish`, and the handlers after it never ran."""
+    ledger = RunLedger()
+    seen: list[object] = []
+
+    def broken(event: RunEvent) -> None:
+        raise RuntimeError("handler bug")
+
+    ledger.subscribe(broken)
+    ledger.subscribe(seen.append)
+    event = {"kind": "text_delta", "delta": "x"}
+    with caplog.at_level(logging.ERROR, logger="memstore.ledger"):
+        ledger.publish(event)  # type: ignore[arg-type]
+    assert seen == [event]
+    (record,) = caplog.records
+    assert "text_delta" in record.getMessage()
+
+
 def test_clear_removes_every_handler() -> None:
     ledger = RunLedger()
     seen: list[RunEvent] = []
