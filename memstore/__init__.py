@@ -82,6 +82,9 @@ if TYPE_CHECKING:
     from memstore.store.plans.erasure import (
         ErasureReport,
     )
+    from memstore.store.plans.erasure_receipts import (
+        ErasureReceipt,
+    )
     from memstore.store.plans.retention import (
         ExpiryDefaults,
         PrunedBranches,
@@ -189,6 +192,7 @@ _EXPORTED_FROM: dict[str, tuple[str, ...]] = {
         "UsageTotals",
     ),
     "memstore.store.plans.erasure": ("ErasureReport",),
+    "memstore.store.plans.erasure_receipts": ("ErasureReceipt",),
     "memstore.store.plans.retention": (
         "ExpiryDefaults",
         "PrunedBranches",
@@ -263,6 +267,7 @@ __all__ = [
     "Conversation",
     "DatabaseError",
     "DatabaseTooNewError",
+    "ErasureReceipt",
     "ErasureReport",
     "EventLoopError",
     "ExpiryDefaults",

@@ -35,8 +35,9 @@ USAGE_RECORD = "usage"
 
 MAX_TOKENS = 2**53 - 1
 """The most tokens a usage field takes on the way in: the largest integer JSON carries exactly
-between JavaScript and Python (`Number.MAX_SAFE_INTEGER`), which also keeps a session's sums
-far from SQLite's 64-bit integers (one field near 2**63 made every listing of the store fail)."""
+between JavaScript and Python (`Number.MAX_SAFE_INTEGER`). The sums of such fields may pass
+2**63 - 1 (1,025 turns): the listings sum them so that they cannot fail (`usage_sum` of
+`memstore.store.plans.usage_rollup`)."""
 
 _TOKENS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 _TEXTS = ("model", "provider")

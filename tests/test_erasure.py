@@ -19,7 +19,14 @@ from typing import Any
 import pytest
 import sqlalchemy
 
-from memstore import CompactionPolicy, ModelCard, NodeUsage, SessionGraph, SessionStore
+from memstore import (
+    CompactionPolicy,
+    ErasureReceipt,
+    ModelCard,
+    NodeUsage,
+    SessionGraph,
+    SessionStore,
+)
 from memstore.errors import (
     InvalidArgumentError,
     JsonlError,
@@ -175,15 +182,19 @@ def test_erasing_a_subject_leaves_no_trace(
     assert store.search("bob")
     assert store.search("hello")
     [receipt] = store.erasures()
-    assert receipt["id"] == report.receipt
-    assert receipt["scope"] == "subject"
-    assert receipt["target"] == "user_id=u-alice"
-    assert receipt["reason"] == "GDPR request 17"
-    assert receipt["nodes_erased"] == report.node_count
-    assert receipt["sessions_deleted"] == 0
-    assert json.loads(receipt["targets_json"])["nodes"]["imported"] == list(
-        report.nodes["imported"]
-    )
+    assert isinstance(receipt, ErasureReceipt)
+    assert receipt.id == report.receipt
+    assert receipt.scope == "subject"
+    assert receipt.target == "user_id=u-alice"
+    assert receipt.reason == "GDPR request 17"
+    assert receipt.nodes_erased == report.node_count
+    assert receipt.sessions_deleted == 0
+    assert receipt.summaries_erased == report.summaries
+    assert receipt.sessions == ()
+    assert receipt.nodes == report.nodes
+    assert type(receipt.erased_at) is int
+    assert receipt.erased_at > 1_700_000_000_000
+    assert receipt.nodes["imported"] == tuple(report.nodes["imported"])
     if database_url.startswith("sqlite"):
         raw = file_bytes(database_url)
         for secret in (SECRET, SECRET.lower(), WIDE):
@@ -224,7 +235,7 @@ def test_a_tombstone_keeps_the_dag_and_tool_pairs(store: SessionStore) -> None:
     ]
     wire = after[1].turn.to_json()
     assert wire["blocks"] == [{"kind": "tool_call", "id": "c1", "name": "lookup", "input": {}}]
-    assert wire["memstore"]["erased"]["erasure"] == store.erasures()[0]["id"]
+    assert wire["memstore"]["erased"]["erasure"] == store.erasures()[0].id
     assert after[2].turn.to_json() == before[2].turn.to_json()  # a node alone, no copies
     assert store.search("lookup") == [] or all(h.node_id != call.id for h in store.search(SECRET))
 
@@ -246,7 +257,8 @@ def test_erasing_a_session_deletes_it_and_its_copies(store: SessionStore, tmp_pa
         "the fork goes on",
     ]
     [receipt] = store.erasures()
-    assert (receipt["scope"], receipt["target"], receipt["sessions_deleted"]) == ("session", "s", 1)
+    assert (receipt.scope, receipt.target, receipt.sessions_deleted) == ("session", "s", 1)
+    assert (receipt.sessions, receipt.nodes) == (("s",), report.nodes)
     assert store.load_path("other")[0].to_json() == said("unrelated")
 
 
@@ -320,7 +332,7 @@ def test_a_subject_named_only_in_session_metadata_erases_those_sessions(
     ]
     assert traces(store, tmp_path, database_url) == []
     [receipt] = store.erasures()
-    assert (receipt["sessions_deleted"], receipt["nodes_erased"]) == (1, 2)
+    assert (receipt.sessions_deleted, receipt.nodes_erased) == (1, 2)
     if database_url.startswith("sqlite"):
         assert SECRET.encode() not in file_bytes(database_url)
 
@@ -392,12 +404,57 @@ def test_memstore_erase_reports_then_erases_with_yes(database_url: str, tmp_path
     assert "GDPR request" in stdout  # the reason wraps on a narrow terminal
     code, stdout, _ = invoke(database_url, "erasures", "--json")
     [receipt] = json.loads(stdout)
+    assert list(receipt) == [
+        "id",
+        "erasedAt",
+        "scope",
+        "target",
+        "reason",
+        "sessionsDeleted",
+        "nodesErased",
+        "summariesErased",
+        "sessions",
+        "nodes",
+    ]
     assert receipt["id"] == 1
+    assert type(receipt["erasedAt"]) is int
+    assert (receipt["sessionsDeleted"], receipt["summariesErased"]) == (0, dry.summaries)
+    assert receipt["sessions"] == []
     assert receipt["scope"] == "subject"
     assert receipt["target"] == {"key": "user_id", "value": "u-alice"}
     assert receipt["reason"] == "GDPR request 17"
     assert receipt["nodesErased"] == dry.node_count
     assert receipt["nodes"] == report["nodes"]
+
+
+def test_memstore_erasures_keeps_what_each_erasure_did_at_80_columns(database_url: str) -> None:
+    """At 80 columns the table left out the sessions column (with the summaries): a session
+    erased whole read as `nodes 0`. The scope (the target's form says it) and the summaries go
+    first; the counts stay, in the table or, when it cannot fit, one receipt per block."""
+    from typer.testing import CliRunner
+
+    from memstore.cli import app
+
+    def at_80() -> list[str]:
+        result = CliRunner().invoke(app, ["--db", database_url, "erasures"], env={"COLUMNS": "80"})
+        assert result.exit_code == 0, result.output
+        lines = result.stdout.splitlines()
+        assert all(len(line) <= 80 for line in lines), result.stdout
+        return lines
+
+    with SessionStore(database_url) as store:
+        store.append("chat-7", said("hello", "u-alice"))
+        store.append("chat-8", said("hello again"))
+        store.erase(session_id="chat-8", reason="closed account", dry_run=False)
+    header, _, row = at_80()
+    headers = [name.strip() for name in header.split("┃")]
+    assert headers == ["receipt", "erased (UTC)", "sessions", "nodes", "target", "reason"]
+    assert row.split("│")[2:5] == [" 1        ", " 0     ", " chat-8 "]
+    with SessionStore(database_url) as store:
+        store.erase(subject=("user_id", "u-alice"), reason="GDPR request #17", dry_run=False)
+    shown = " ".join(at_80())
+    for field in ("sessions", "nodes", "user_id=u-alice", "chat-8", "GDPR request #17"):
+        assert field in shown
 
 
 def test_memstore_erase_lists_a_few_short_ids_of_thousands(database_url: str) -> None:
@@ -476,11 +533,16 @@ def test_memstore_erase_of_a_session_counts_the_nodes_it_holds(
     [
         (("--subject", "user_id", "--reason", "r"), "--subject: 'user_id' is not KEY=VALUE"),
         (("--node", "abc", "--reason", "r"), "--node needs --session"),
-        (("--session", "s", "--reason", " "), "reason: say why"),
+        (("--session", "s", "--reason", " "), "error: --reason: say why"),
         (("--session", "nope", "--reason", "r"), "no session 'nope'"),
         (("--session", "s", "--node", "ffff", "--reason", "r"), "ffff"),
-        (("--reason", "r"), "erase needs session_id"),
-        (("--session", "s", "--subject", "k=v", "--reason", "r"), "not both"),
+        (("--reason", "r"), "erase needs --session (with --node: one node) or --subject"),
+        (
+            ("--session", "s", "--subject", "k=v", "--reason", "r"),
+            "erase a subject (--subject), or a session or node (--session, --node): not both",
+        ),
+        (("--subject", "a b=x", "--reason", "r"), "error: --subject key 'a b': letters"),
+        (("--subject", "k=", "--reason", "r"), "error: --subject value is a non-empty string"),
     ],
 )
 def test_memstore_erase_refuses_bad_options(

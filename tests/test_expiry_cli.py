@@ -102,12 +102,13 @@ def test_a_default_of_no_time_is_listed_as_0s(database_url: str) -> None:
         (("set", "s", "--in", "30"), "--in: '30' is no duration"),
         (("set", "s", "--in", "99999999999999w"), "longer than memstore can hold"),
         (("set", "s", "--at", "next tuesday"), "--at is epoch milliseconds or an ISO date"),
-        (("set", "s", "--at", "-5"), "expires_at is epoch ms >= 0"),
+        (("set", "s", "--at", "-5"), "--at: '-5' is out of range (epoch milliseconds from 0 to"),
         (("set", "s", "missing", "--in", "1d"), "no session 'missing'"),
         (("clear", "s", "missing"), "no session 'missing'"),
         (("default",), "give a duration (90d) or --remove"),
         (("default", "90d", "--remove"), "give a duration (90d) or --remove"),
         (("default", "90"), "AFTER: '90' is no duration"),
+        (("default", "90d", "--tag", ""), "--tag: a tag is a non-empty string, not ''"),
     ],
 )
 def test_memstore_expiry_refuses_bad_arguments_and_changes_nothing(

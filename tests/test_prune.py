@@ -322,6 +322,35 @@ def test_a_prune_needs_a_filter_and_good_arguments(store: SessionStore) -> None:
     assert store.session_info("s").node_count == 1
 
 
+@pytest.mark.parametrize("tag", ["", 5])
+def test_an_empty_tag_is_refused_by_name_as_a_filter_and_as_a_tag(
+    store: SessionStore, tag: Any
+) -> None:
+    """`prune(tag="")` matched no session (or only those given an empty tag, which
+    `update_session` took): it, the listings' tag filter and a tag's expiry default refuse an
+    empty tag by name, and so does `update_session`; nothing changes."""
+    store.append("s", say("hello"))
+    store.update_session("s", tags=["kept"])
+    refused = f"tag: a tag is a non-empty string, not {tag!r}"
+    with pytest.raises(InvalidArgumentError, match=f"^{refused}"):
+        store.prune(tag=tag, dry_run=False)
+    with pytest.raises(InvalidArgumentError, match=f"^{refused}"):
+        store.prune(tag=tag, older_than=timedelta(0), dry_run=False)
+    with pytest.raises(InvalidArgumentError, match=f"^{refused}"):
+        store.sessions(tag=tag)
+    with pytest.raises(InvalidArgumentError, match=f"^{refused}"):
+        store.session_page(tag=tag)
+    with pytest.raises(InvalidArgumentError, match=f"^{refused}"):
+        store.set_expiry_default(timedelta(days=1), tag=tag)
+    with pytest.raises(
+        InvalidArgumentError, match=f"^tags: a tag is a non-empty string, not {tag!r}"
+    ):
+        store.update_session("s", tags=["other", tag])
+    assert store.session_info("s").tags == ("kept",)
+    assert store.expiry_defaults() == ExpiryDefaults()
+    assert store.list_sessions() == ["s"]
+
+
 @pytest.mark.parametrize("now", ["x", 1.5, -1, 2**63, datetime(2030, 1, 1)])
 def test_a_prune_refuses_a_now_that_is_no_time(store: SessionStore, now: Any) -> None:
     """A `now` that is no epoch ms is refused by name on both backends (SQLite compared a
@@ -463,6 +492,8 @@ def test_memstore_prune_reports_then_deletes_with_yes(database_url: str) -> None
         ((), "prune needs a filter: --older-than, --tag, --expired or --unreachable"),
         (("--older-than", "90"), "--older-than: '90' is no duration"),
         (("--older-than", "-1d"), "--older-than: '-1d' is no duration"),
+        (("--tag", ""), "--tag: a tag is a non-empty string, not ''"),
+        (("--tag", "", "--older-than", "0s"), "--tag: a tag is a non-empty string, not ''"),
     ],
 )
 def test_memstore_prune_refuses_bad_options(

@@ -154,7 +154,8 @@ def test_the_command_line_pages_with_the_cursor_its_json_gives(database_url: str
         seen.extend(item["sessionId"] for item in page["sessions"])
         if page["nextCursor"] is None:
             break
-        arguments = [*arguments[:5], "3", "--cursor", page["nextCursor"]]
+        cursor = page["nextCursor"]
+        arguments = [*arguments[:5], "3", "--cursor", cursor]
     assert seen == listing
     table = runner.invoke(app, ["--db", database_url, "sessions", "--page-size", "2"])
     assert table.exit_code == 0
@@ -168,6 +169,19 @@ def test_the_command_line_pages_with_the_cursor_its_json_gives(database_url: str
     bad = runner.invoke(app, ["--db", database_url, "sessions", "--updated-before", "soon"])
     assert bad.exit_code == 2
     assert "--updated-before is epoch milliseconds" in bad.stderr
+    refusals = {  # each naming the option given, not the library's argument
+        ("--updated-after", str(2**64)): f"--updated-after: '{2**64}' is out of range",
+        ("--cursor", "abc"): "--cursor: 'abc' is not a session cursor (a page's nextCursor)",
+        ("--cursor", cursor, "--order", "id"): "--cursor pages in 'updated' order, not --order id",
+    }
+    for given, message in refusals.items():
+        refused = runner.invoke(app, ["--db", database_url, "sessions", *given])
+        assert refused.exit_code == 2
+        assert message in " ".join(refused.stderr.split())
+    for paging in ([], ["--page-size", "2"]):
+        empty = runner.invoke(app, ["--db", database_url, "sessions", "--tag", "", *paging])
+        assert empty.exit_code == 2
+        assert "--tag: a tag is a non-empty string, not ''" in empty.stderr
     later = runner.invoke(
         app, ["--db", database_url, "sessions", "--json", "--updated-after", "2100-01-01"]
     )

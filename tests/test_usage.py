@@ -16,6 +16,7 @@ from memstore import InvalidArgumentError, JsonlError, NodeUsage
 from memstore.hashing import hash_node
 from memstore.store import SessionStore
 from memstore.types import parse_turn
+from memstore.usage import MAX_TOKENS
 
 
 def turn(role: str, text: str) -> dict[str, Any]:
@@ -107,6 +108,39 @@ def test_the_largest_usage_sums_without_breaking_the_listings(store: SessionStor
     assert info.input_tokens == 3 * (2**53 - 1)
     assert store.usage_stats("session")[0].input_tokens == 3 * (2**53 - 1)
     assert {page.id for page in store.session_page().sessions} == {"x", "y"}
+
+
+def test_usage_summing_past_64_bit_integers_fails_no_listing_nor_prune(
+    store: SessionStore,
+) -> None:
+    """1,025 turns at `MAX_TOKENS` sum past 2**63 - 1: SQLite's SUM raised "integer overflow"
+    in every listing (`sessions`, `session_page`, `usage_stats`), and a prune rolling their
+    usage up failed (a Python int too large for SQLite, PostgreSQL's bigint out of range).
+    Totals are exact up to 2**63 - 1 and, above, the nearest float on SQLite (PostgreSQL:
+    exact); a prune keeps such a sum on several rows, so the session's totals do not change."""
+    big = {"inputTokens": MAX_TOKENS, "outputTokens": 1}
+    store.append_many("edge", [turn("assistant", f"e{n}") for n in range(1024)], usage=[big] * 1024)
+    root = store.append("huge", turn("user", "start"))
+    store.append_many("huge", [turn("assistant", f"h{n}") for n in range(1025)], usage=[big] * 1025)
+    infos = {info.id: info for info in store.sessions()}
+    assert infos["edge"].input_tokens == 1024 * MAX_TOKENS  # 2**63 - 1024: exact
+    assert infos["huge"].input_tokens == pytest.approx(1025 * MAX_TOKENS, rel=1e-15)
+    assert (infos["edge"].output_tokens, infos["huge"].output_tokens) == (1024, 1025)
+    assert {info.id for info in store.session_page().sessions} == {"edge", "huge"}
+    by_session = store.usage_stats("session")
+    assert [(row.key, row.nodes) for row in by_session] == [("huge", 1025), ("edge", 1024)]
+    assert by_session[0].input_tokens == pytest.approx(1025 * MAX_TOKENS, rel=1e-15)
+    assert by_session[1].input_tokens == 1024 * MAX_TOKENS
+    [by_model] = store.usage_stats("model")
+    assert by_model.input_tokens == pytest.approx(2049 * MAX_TOKENS, rel=1e-15)
+    assert sum(row.nodes for row in store.usage_stats("day")) == 2049
+    store.append("huge", turn("user", "again"), parent=root.id)  # the 1,025 turns: a branch
+    report = store.prune(unreachable=True, dry_run=False)
+    assert report.rolled_up.input_tokens == 1025 * MAX_TOKENS
+    assert store.session_info("huge").node_count == 2
+    assert store.session_info("huge").input_tokens == infos["huge"].input_tokens
+    assert store.session_info("huge").output_tokens == 1025
+    assert store.usage_stats("model")[0].nodes == 2049
 
 
 def test_the_view_the_session_totals_and_the_stats_sum_alike(store: SessionStore) -> None:

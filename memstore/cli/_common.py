@@ -231,23 +231,39 @@ def counted(n: int, noun: str, none: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
-def time_option(value: str | None, name: str) -> int | None:
+def time_option(value: str | None, name: str, *, minimum: int | None = None) -> int | None:
     """A time given on the command line: epoch milliseconds, or an ISO date or time (UTC
-    unless it names its zone)."""
+    unless it names its zone), from `minimum` (default: the earliest a store holds).
+
+    Raises:
+        InvalidArgumentError: naming the option `name`, for neither or a time out of range.
+    """
     from datetime import UTC, datetime
+
+    from memstore.types import MAX_CREATED_AT, MIN_CREATED_AT
 
     if value is None:
         return None
+    least = MIN_CREATED_AT if minimum is None else minimum
+    problem = (
+        f"{name} is epoch milliseconds or an ISO date or time (2026-12-01, "
+        f"2026-12-01T10:00+01:00), not {value!r}"
+    )
     if value.lstrip("-").isdigit():
-        return int(value)
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
+        number = int(value)
+    else:
+        try:
+            moment = datetime.fromisoformat(value)
+        except ValueError:
+            raise InvalidArgumentError(problem) from None
+        moment = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+        number = int(moment.timestamp() * 1000)
+    if not least <= number <= MAX_CREATED_AT:
         raise InvalidArgumentError(
-            f"{name} is epoch milliseconds or an ISO date or time (2026-12-01, "
-            f"2026-12-01T10:00+01:00), not {value!r}"
-        ) from None
-    return int((moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp() * 1000)
+            f"{name}: {value!r} is out of range (epoch milliseconds from {least} to "
+            f"{MAX_CREATED_AT})"
+        )
+    return number
 
 
 NodeKey = tuple[str, str]

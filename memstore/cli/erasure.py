@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -17,7 +16,6 @@ from memstore.cli._common import (
     counted,
     emit_json,
     friendly_errors,
-    json_record,
     listed_short_ids,
     open_store,
     out,
@@ -26,6 +24,7 @@ from memstore.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
     from memstore.store.plans.erasure import ErasureReport
+    from memstore.store.plans.erasure_receipts import ErasureReceipt
 
 
 def _subject(text: str | None) -> tuple[str, str] | None:
@@ -42,6 +41,10 @@ def _subject(text: str | None) -> tuple[str, str] | None:
             f"--subject: {text!r} is not KEY=VALUE (a metadata key and its value: user_id=u-42)"
         )
     return key, value
+
+
+_OPTIONS = {"reason": "--reason", "session": "--session", "node": "--node", "subject": "--subject"}
+"""How `erase`'s refusals name what was given: by the options."""
 
 
 def _target_json(scope: str, target: str) -> dict[str, Any]:
@@ -144,9 +147,12 @@ def erase(
     (`memstore erasures`). On SQLite, `memstore vacuum` then leaves none of the erased bytes in
     the file.
     """
+    from memstore.store.plans.erasure import target_of
+
     pair = _subject(subject)
     if node is not None and session is None:
         raise InvalidArgumentError("--node needs --session, the session that holds the node")
+    target_of(session, node, pair, reason, names=_OPTIONS)  # refusals naming the options
     with open_store(ctx, tenant=tenant, read_only=dry_run) as store:
         if node is not None and session is not None:
             node = store.resolve_node_id(session, node)  # a short id, as the tables show them
@@ -176,13 +182,20 @@ def erase(
         out.print(line, soft_wrap=True, highlight=False)
 
 
-def _receipt_json(row: dict[str, Any]) -> dict[str, Any]:
-    """A receipt row as `--json` prints it: camelCase keys, its target and targets as `erase
-    --json` prints them."""
-    receipt = json_record({key: value for key, value in row.items() if key != "targets_json"})
-    receipt["target"] = _target_json(row["scope"], row["target"])
-    reached = json.loads(row["targets_json"])
-    return {**receipt, **_reached_json(reached["sessions"], reached["nodes"])}
+def _receipt_json(receipt: ErasureReceipt) -> dict[str, Any]:
+    """A receipt as `--json` prints it: camelCase keys, its target and what it reached as
+    `erase --json` prints them."""
+    return {
+        "id": receipt.id,
+        "erasedAt": receipt.erased_at,
+        "scope": receipt.scope,
+        "target": _target_json(receipt.scope, receipt.target),
+        "reason": receipt.reason,
+        "sessionsDeleted": receipt.sessions_deleted,
+        "nodesErased": receipt.nodes_erased,
+        "summariesErased": receipt.summaries_erased,
+        **_reached_json(receipt.sessions, receipt.nodes),
+    }
 
 
 @app.command("erasures")
@@ -200,28 +213,28 @@ def erasures(
     from memstore.terminal import data_table, format_time
 
     with open_store(ctx, tenant=tenant, read_only=True) as store:
-        rows = store.erasures(limit=limit)
+        receipts = store.erasures(limit=limit)
     if as_json:
-        emit_json([_receipt_json(row) for row in rows])
+        emit_json([_receipt_json(receipt) for receipt in receipts])
         return
     table = data_table(
         ("receipt", "erased (UTC)", "scope", "sessions", "nodes", "summaries", "target", "reason"),
         [
             (
-                str(row["id"]),
-                format_time(row["erased_at"]),
-                row["scope"],
-                str(row["sessions_deleted"]),
-                str(row["nodes_erased"]),
-                str(row["summaries_erased"]),
-                row["target"],
-                row["reason"],
+                str(receipt.id),
+                format_time(receipt.erased_at),
+                receipt.scope,
+                str(receipt.sessions_deleted),
+                str(receipt.nodes_erased),
+                str(receipt.summaries_erased),
+                receipt.target,
+                receipt.reason,
             )
-            for row in rows
+            for receipt in receipts
         ],
         copyable=(True, True, True, True, True, True, True, False),
         width=out.width,
-        spare=("summaries", "sessions", "scope"),
+        spare=("summaries", "scope"),
     )
     out.print(table)
 

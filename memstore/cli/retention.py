@@ -103,7 +103,10 @@ def prune(
     head's ancestors stay). Each session and node is listed with the bytes of its stored turns;
     `--yes` deletes exactly that, in one transaction. SQLite's file shrinks after `VACUUM`.
     """
+    from memstore.store.plans.paging import tag_filter
+
     older = _duration(older_than, "--older-than")
+    tag = tag_filter(tag, "--tag")
     if older is None and tag is None and not expired and not unreachable:
         raise InvalidArgumentError(
             "prune needs a filter: --older-than, --tag, --expired or --unreachable (none would "
@@ -244,7 +247,7 @@ def expiry_set(
         raise InvalidArgumentError("give exactly one of --at (a time) and --in (a duration)")
     later = _duration(after, "--in")
     if later is None:
-        expires_at = time_option(at, "--at")
+        expires_at = time_option(at, "--at", minimum=0)
     else:
         expires_at = now_ms() + later // timedelta(milliseconds=1)
     _set_expiries(ctx, sessions, expires_at, as_json, tenant)
@@ -289,6 +292,9 @@ def expiry_default(
     """
     if (after is None) != remove:
         raise InvalidArgumentError("give a duration (90d) or --remove, not both or neither")
+    from memstore.store.plans.paging import tag_filter
+
+    tag = tag_filter(tag, "--tag")
     scope = "the store" if tag is None else f"tag {escape(tag)}"
     with open_store(ctx, tenant=tenant) as store:
         store.set_expiry_default(_duration(after, "AFTER"), tag=tag)

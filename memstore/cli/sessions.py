@@ -83,13 +83,16 @@ def list_sessions(
     prints the command for the next, this command's options kept (keyset paging: as fast at
     any depth).
     """
+    from memstore.store.plans.paging import decode_cursor, tag_filter
     from memstore.terminal import data_table, format_time
 
     paged = page_size is not None or cursor is not None
     if paged and limit is not None:
         raise InvalidArgumentError("--limit lists the first sessions; page with --page-size alone")
+    if cursor is not None:
+        decode_cursor(cursor, order.value, "--cursor")  # refused naming the options
     window: dict[str, Any] = {
-        "tag": tag,
+        "tag": tag_filter(tag, "--tag"),
         "updated_before": time_option(updated_before, "--updated-before"),
         "updated_after": time_option(updated_after, "--updated-after"),
         "order": order.value,

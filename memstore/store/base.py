@@ -290,9 +290,9 @@ class StoreBase(Listing, Retention, Erasure, KeyedAppends, NodeIds, SessionMetad
         """Set a session's title, tags (replacing them), metadata or expiry (`Expiry`).
 
         Raises:
-            InvalidArgumentError: `metadata` is not a mapping with string keys, a value the
-                backend cannot store (PostgreSQL: a NUL character), or a malformed expiry;
-                nothing was written.
+            InvalidArgumentError: `metadata` is not a mapping with string keys, an empty tag,
+                a value the backend cannot store (PostgreSQL: a NUL character), or a malformed
+                expiry; nothing was written.
         """
         plan = plans.update_session(
             self.backend, session_id, title=title, tags=tags, metadata=metadata, expiry=expires_at

@@ -12,7 +12,8 @@ from sqlalchemy import Engine
 from memstore.store.exchange import Exchange
 from memstore.store.operation import OnEngine, Program, operation
 from memstore.store.plans.contract import now_ms
-from memstore.store.plans.erasure import ErasureReport, erase, erasures_of, target_of
+from memstore.store.plans.erasure import ErasureReport, erase, target_of
+from memstore.store.plans.erasure_receipts import ErasureReceipt, erasures_of
 from memstore.store.plans.paging import epoch_ms
 from memstore.store.plans.sessions import refuse_unstorable
 
@@ -86,8 +87,8 @@ class Erasure(Exchange):
         return (yield from self._write(plan, f"erasing {target.scope} {target.label!r}"))
 
     @operation
-    def erasures(self, *, limit: int | None = None) -> Program[list[dict[str, Any]]]:
-        """The erasure receipts (rows of `erasures`), newest first.
+    def erasures(self, *, limit: int | None = None) -> Program[list[ErasureReceipt]]:
+        """The erasure receipts (rows of `erasures`), newest first: at most `limit` of them.
 
         Raises:
             InvalidArgumentError: `limit` is no whole number >= 0.

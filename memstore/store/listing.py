@@ -25,6 +25,7 @@ from memstore.store.plans import (
     Window,
     epoch_ms,
 )
+from memstore.store.plans.paging import tag_filter
 from memstore.usage import estimate_with_usage
 
 __all__ = ["Listing"]
@@ -77,12 +78,16 @@ class Listing(StoreCore):
                 session written meanwhile moves ahead of the cursor (never listed twice).
 
         Raises:
-            InvalidArgumentError: a malformed filter, limit, time or cursor (or a cursor of
-                another order).
+            InvalidArgumentError: a malformed filter (an empty `tag` too), limit, time or
+                cursor (or a cursor of another order).
         """
         window = _window(order, cursor, updated_before, updated_after)
         plan = plans.list_sessions(
-            tag=tag, title_contains=title_contains, metadata=metadata, limit=limit, window=window
+            tag=tag_filter(tag),
+            title_contains=title_contains,
+            metadata=metadata,
+            limit=limit,
+            window=window,
         )
         return (yield from self._read(plan, "listing sessions"))
 
@@ -107,7 +112,11 @@ class Listing(StoreCore):
         """
         window = _window(order, cursor, updated_before, updated_after)
         plan = plans.session_page(
-            tag=tag, title_contains=title_contains, metadata=metadata, limit=limit, window=window
+            tag=tag_filter(tag),
+            title_contains=title_contains,
+            metadata=metadata,
+            limit=limit,
+            window=window,
         )
         return (yield from self._read(plan, "listing sessions"))
 

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from memstore.store import plans
 from memstore.store.exchange import Exchange
 from memstore.store.operation import Program, operation
-from memstore.store.plans.paging import epoch_ms
+from memstore.store.plans.paging import epoch_ms, tag_filter
 from memstore.store.plans.retention import Expiry, ExpiryDefaults, PruneReport, duration_ms
 
 __all__ = ["Retention"]
@@ -24,7 +24,8 @@ class Retention(Exchange):
     ) -> Program[None]:
         """Expire sessions without an `expires_at` this long after their last update: those
         with `tag` (with several such tags, the longest wins), else the store's (None: never)."""
-        plan = plans.set_expiry_default(None if after is None else duration_ms(after, "after"), tag)
+        after_ms = None if after is None else duration_ms(after, "after")
+        plan = plans.set_expiry_default(after_ms, tag_filter(tag))
         yield from self._write(plan, "setting an expiry default")
 
     @operation
@@ -81,12 +82,12 @@ class Retention(Exchange):
             now: the time to judge by, epoch ms or an aware datetime (default: now).
 
         Raises:
-            InvalidArgumentError: no filter was given, a negative or non-timedelta duration,
-                or a `now` that is no epoch ms >= 0 or aware datetime.
+            InvalidArgumentError: no filter was given, an empty `tag`, a negative or
+                non-timedelta duration, or a `now` that is no epoch ms >= 0 or aware datetime.
         """
         filters = plans.PruneFilters(
             None if older_than is None else duration_ms(older_than, "older_than"),
-            tag,
+            tag_filter(tag),
             expired,
             unreachable,
         )

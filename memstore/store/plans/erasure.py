@@ -120,30 +120,49 @@ class ErasureReport:
         return sum(len(ids) for ids in self.nodes.values())
 
 
+ARGUMENTS = {"reason": "reason", "session": "session_id", "node": "node_id", "subject": "subject"}
+"""How `target_of`'s refusals name the arguments: `erase`'s (the command line: its options)."""
+
+
 def target_of(
-    session_id: str | None, node_id: str | None, subject: tuple[str, str] | None, reason: str
+    session_id: str | None,
+    node_id: str | None,
+    subject: tuple[str, str] | None,
+    reason: str,
+    names: Mapping[str, str] = ARGUMENTS,
 ) -> ErasureTarget:
     """The target the arguments name.
 
     Raises:
         InvalidArgumentError: no reason; not exactly one of a session, a node (with its
-            session) or a subject; a subject's key is not a plain name.
+            session) or a subject; a subject's key is not a plain name (each as `names` says).
     """
     if not isinstance(reason, str) or not reason.strip():
-        raise InvalidArgumentError("reason: say why this is erased (it goes in the receipt)")
+        raise InvalidArgumentError(
+            f"{names['reason']}: say why this is erased (it goes in the receipt)"
+        )
     if subject is not None:
         if session_id is not None or node_id is not None:
-            raise InvalidArgumentError("erase a subject, or a session or node: not both")
+            raise InvalidArgumentError(
+                f"erase a subject ({names['subject']}), or a session or node "
+                f"({names['session']}, {names['node']}): not both"
+            )
         if not (isinstance(subject, tuple) and len(subject) == 2):
             raise InvalidArgumentError(f"subject is a (key, value) pair, not {subject!r}")
         key, value = subject
         if not isinstance(key, str) or _KEY.fullmatch(key) is None:
-            raise InvalidArgumentError(f"subject key {key!r}: letters, digits and _.:- only")
+            raise InvalidArgumentError(
+                f"{names['subject']} key {key!r}: letters, digits and _.:- only"
+            )
         if not isinstance(value, str) or not value:
-            raise InvalidArgumentError(f"subject value is a non-empty string, not {value!r}")
+            raise InvalidArgumentError(
+                f"{names['subject']} value is a non-empty string, not {value!r}"
+            )
         return ErasureTarget("subject", key=key, value=value)
     if session_id is None:
-        raise InvalidArgumentError("erase needs session_id (with node_id: one node) or subject")
+        raise InvalidArgumentError(
+            f"erase needs {names['session']} (with {names['node']}: one node) or {names['subject']}"
+        )
     return ErasureTarget("node" if node_id is not None else "session", session_id, node_id)
 
 
@@ -421,18 +440,3 @@ def erase(
     if backend.secure_delete:
         yield text("PRAGMA secure_delete = OFF")
     return replace(report, erased=True, receipt=int(receipt))
-
-
-def erasures_of(limit: int | None = None) -> Plan[list[dict[str, Any]]]:
-    """The receipts, newest first.
-
-    Raises:
-        InvalidArgumentError: `limit` is no whole number >= 0.
-    """
-    if limit is not None and (type(limit) is not int or limit < 0):
-        raise InvalidArgumentError(f"a receipt list's limit is a whole number >= 0, not {limit!r}")
-    query = select(erasures).where(of_tenant(erasures)).order_by(erasures.c.id.desc())
-    if limit is not None:
-        query = query.limit(limit)
-    rows = yield query
-    return [dict(row._mapping) for row in rows]

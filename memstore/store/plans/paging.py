@@ -27,10 +27,35 @@ from memstore.errors import InvalidArgumentError, InvalidJsonError
 from memstore.store.tables import sessions
 from memstore.types import MAX_CREATED_AT, MIN_CREATED_AT
 
-__all__ = ["SessionOrder", "Window", "decode_cursor", "encode_cursor", "epoch_ms"]
+__all__ = [
+    "SessionOrder",
+    "Window",
+    "a_tag",
+    "decode_cursor",
+    "encode_cursor",
+    "epoch_ms",
+    "tag_filter",
+]
 
 SessionOrder = Literal["updated", "id"]
 _ORDERS = ("updated", "id")
+
+
+def a_tag(tag: object, name: str) -> str:
+    """A session's tag: a non-empty string.
+
+    Raises:
+        InvalidArgumentError: naming `name`, for anything else ("" as a filter would match no
+            session, or only those given an empty tag).
+    """
+    if not isinstance(tag, str) or not tag:
+        raise InvalidArgumentError(f"{name}: a tag is a non-empty string, not {tag!r}")
+    return tag
+
+
+def tag_filter(tag: str | None, name: str = "tag") -> str | None:
+    """A tag to filter by (`a_tag`), or None: no filter."""
+    return None if tag is None else a_tag(tag, name)
 
 
 def epoch_ms(
@@ -62,13 +87,16 @@ def encode_cursor(order: str, updated_at: int, session_id: str) -> str:
     return base64.urlsafe_b64encode(jsjson.dumps(key).encode()).decode().rstrip("=")
 
 
-def decode_cursor(cursor: str, order: str) -> tuple[int | None, str]:
+def decode_cursor(cursor: str, order: str, option: str | None = None) -> tuple[int | None, str]:
     """The (updated_at, id) a cursor names (updated_at None in `id` order).
 
     Raises:
-        InvalidArgumentError: not a cursor memstore made, or one of another order.
+        InvalidArgumentError: not a cursor memstore made, or one of another order (naming the
+            command line's `option`, when it gave the cursor).
     """
     problem = f"{cursor[:60]!r} is not a session cursor (pass the next_cursor a page gave)"
+    if option is not None:
+        problem = f"{option}: {cursor[:60]!r} is not a session cursor (a page's nextCursor)"
     if not isinstance(cursor, str):
         raise InvalidArgumentError(problem)
     try:
@@ -78,7 +106,8 @@ def decode_cursor(cursor: str, order: str) -> tuple[int | None, str]:
     if not isinstance(key, list) or not key or key[0] not in _ORDERS:
         raise InvalidArgumentError(problem)
     if key[0] != order:
-        raise InvalidArgumentError(f"the cursor pages in {key[0]!r} order, not {order!r}")
+        given = ("the cursor", repr(order)) if option is None else (option, f"--order {order}")
+        raise InvalidArgumentError(f"{given[0]} pages in {key[0]!r} order, not {given[1]}")
     if order == "id" and len(key) == 2 and isinstance(key[1], str):
         return None, key[1]
     if len(key) == 3 and type(key[1]) is int and isinstance(key[2], str):

@@ -32,7 +32,7 @@ from memstore.errors import InvalidArgumentError, SessionExistsError, UnknownSes
 from memstore.store.owners import refuse_if_importing
 from memstore.store.plans.contract import UNSET, Plan, Unset, now_ms
 from memstore.store.plans.nodes import lookup_id
-from memstore.store.plans.paging import Window
+from memstore.store.plans.paging import Window, a_tag
 from memstore.store.plans.retention import epoch_ms
 from memstore.store.plans.usage_rollup import session_usage_sums
 from memstore.store.policy import BACKENDS, Backend
@@ -443,7 +443,7 @@ def update_session(
         yield delete(session_tags).where(
             of_tenant(session_tags), session_tags.c.session_id == session_id
         )
-        unique = sorted(set(tags))
+        unique = sorted({a_tag(tag, "tags") for tag in tags})
         if unique:
             yield insert(session_tags).values(
                 [{"tenant": TENANT, "session_id": session_id, "tag": tag} for tag in unique]

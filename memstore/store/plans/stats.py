@@ -21,7 +21,7 @@ from sqlalchemy import (
 
 from memstore.errors import InvalidArgumentError, StoreError
 from memstore.store.plans.contract import Plan
-from memstore.store.plans.usage_rollup import DAY, SUMMED, pruned_part
+from memstore.store.plans.usage_rollup import DAY, SUMMED, pruned_part, usage_sum
 from memstore.store.policy import Backend
 from memstore.store.tables import (
     NOT_IMPORTING,
@@ -168,7 +168,7 @@ def usage_totals(backend: Backend, by: str, limit: int | None = None) -> Plan[li
         raise InvalidArgumentError(f"a limit is a whole number >= 0, not {limit!r}")
     both = union_all(_nodes_part(backend, by), pruned_part(by)).subquery("both_usage")
     key = both.c.key
-    sums = [func.coalesce(func.sum(both.c[name]), 0) for name in SUMMED]
+    sums = [func.coalesce(usage_sum(both.c[name]), 0) for name in SUMMED]
     cost = func.round(sums[-1] * 1_000_000_000)  # as `cost_total` rounds: sums' drift ties
     query = (
         select(key, func.sum(both.c.calls), *sums)

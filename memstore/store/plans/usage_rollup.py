@@ -30,7 +30,15 @@ from memstore.store.tables import (
     sessions,
 )
 
-__all__ = ["DAY", "SUMMED", "UsageRollup", "pruned_part", "roll_up", "session_usage_sums"]
+__all__ = [
+    "DAY",
+    "SUMMED",
+    "UsageRollup",
+    "pruned_part",
+    "roll_up",
+    "session_usage_sums",
+    "usage_sum",
+]
 
 SUMMED = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost_usd")
 DAY = {
@@ -40,6 +48,8 @@ DAY = {
 """A node's day (UTC) from its time in ms, per dialect (the `usage` view's `day`)."""
 CHUNK = 500
 Group = tuple[str, str, str | None, str | None, int]  # session, day, provider, model, counted
+BIGINT_MAX = 2**63 - 1
+"""The largest value of a 64-bit integer column (SQLite's, PostgreSQL's `bigint`)."""
 
 
 @dataclass(frozen=True)
@@ -124,24 +134,35 @@ def roll_up(
     first: dict[str, str] = {}  # node id -> the session whose pruned copy counts
     for session_id, node_id, *_ in sorted(rows):
         first.setdefault(node_id, session_id)
-    groups: dict[Group, list[Any]] = {}
+    groups: dict[Group, list[list[Any]]] = {}  # a group's rows: one, but for huge sums
     for session_id, node_id, day, provider, model, values in rows:
         counted = int(node_id not in kept and first[node_id] == session_id)
-        sums = groups.setdefault((session_id, day, provider, model, counted), [0, *[None] * 5])
-        sums[0] += 1
-        for index, value in enumerate(values, start=1):
-            sums[index] = _plus(sums[index], value)
+        parts = groups.setdefault((session_id, day, provider, model, counted), [])
+        call = [1, *values]
+        if parts and _fits(parts[-1], call):
+            parts[-1] = [_plus(total, value) for total, value in zip(parts[-1], call, strict=True)]
+        else:
+            parts.append(call)
     if write:
         yield from _add_to_rows(groups)
-    totals = [sum(group[index] or 0 for group in groups.values()) for index in range(6)]
+    every = [part for parts in groups.values() for part in parts]
+    totals = [sum(part[index] or 0 for part in every) for index in range(6)]
     calls, input_tokens, output_tokens, cache_read, cache_write = (int(n) for n in totals[:5])
     return UsageRollup(
         calls, input_tokens, output_tokens, cache_read, cache_write, round(float(totals[5]), 9)
     )
 
 
-def _add_to_rows(groups: Mapping[Group, list[Any]]) -> Plan[None]:
-    """Add each group's sums to its `pruned_usage` row, or make the row."""
+def _fits(sums: Sequence[Any], more: Sequence[Any]) -> bool:
+    """Whether `more` (calls, then `SUMMED`) adds to `sums` within the 64-bit integers of the
+    token columns; a group's usage that does not goes on another row of `pruned_usage`."""
+    added = [_plus(total, value) for total, value in zip(sums[1:5], more[1:5], strict=True)]
+    return all(total is None or abs(total) <= BIGINT_MAX for total in added)
+
+
+def _add_to_rows(groups: Mapping[Group, list[list[Any]]]) -> Plan[None]:
+    """Add each group's sums to its `pruned_usage` row, or make the row (and more rows for
+    sums past the 64-bit integers)."""
     columns = ("calls", *SUMMED)
     key = (
         pruned_usage.c.session_id,
@@ -155,19 +176,22 @@ def _add_to_rows(groups: Mapping[Group, list[Any]]) -> Plan[None]:
         pruned_usage.c.session_id.in_(sorted({group[0] for group in groups})),
     )
     existing = {tuple(row[1:6]): row for row in held}
-    for group, sums in groups.items():
+    keys = ("session_id", "day", "provider", "model", "counted")
+    for group, parts in groups.items():
         row = existing.get(group)
-        if row is None:
-            keys = ("session_id", "day", "provider", "model", "counted")
+        if row is not None and _fits(row[6:], parts[0]):
+            added = {
+                name: _plus(row[6 + index], parts[0][index]) for index, name in enumerate(columns)
+            }
+            yield (
+                update(pruned_usage)
+                .where(of_tenant(pruned_usage), pruned_usage.c.pk == row.pk)
+                .values(**added)
+            )
+            parts = parts[1:]
+        for sums in parts:
             values = dict(zip(keys, group, strict=True)) | dict(zip(columns, sums, strict=True))
             yield insert(pruned_usage).values(tenant=TENANT, **values)
-            continue
-        added = {name: _plus(row[6 + index], sums[index]) for index, name in enumerate(columns)}
-        yield (
-            update(pruned_usage)
-            .where(of_tenant(pruned_usage), pruned_usage.c.pk == row.pk)
-            .values(**added)
-        )
 
 
 def pruned_part(by: str) -> Select[Any]:
@@ -185,10 +209,26 @@ def pruned_part(by: str) -> Select[Any]:
     return query
 
 
+_WORD: ColumnElement[int] = literal_column("32")
+_LOW_BITS: ColumnElement[int] = literal_column("4294967295")  # 2**32 - 1
+_HIGH_UNIT: ColumnElement[int] = literal_column("4294967296")  # 2**32
+
+
+def usage_sum(column: ColumnElement[Any]) -> ColumnElement[Any]:
+    """SUM of a usage column that no stored value makes fail. A token count is summed as its
+    high and low 32 bits apart (neither sum can pass 2**63 under 2**31 rows) and joined: the
+    exact total up to 2**63 - 1; above it, SQLite's integer arithmetic gives the nearest float
+    (PostgreSQL's numeric stays exact). SQLite's SUM raised "integer overflow" past 2**63 - 1:
+    1,025 turns at `MAX_TOKENS` made every listing fail. The cost (a float) is summed as it is."""
+    if column.name == "cost_usd":
+        return func.sum(column)
+    return func.sum(column.op(">>")(_WORD)) * _HIGH_UNIT + func.sum(column.op("&")(_LOW_BITS))
+
+
 def _session_sum(name: str) -> ColumnElement[Any]:
     """A session's total of a column: its nodes' usage and the usage pruned from it."""
     of_session = [
-        select(func.sum(table.c[name]))
+        select(usage_sum(table.c[name]))
         .where(of_tenant(table), table.c.session_id == sessions.c.id)
         .scalar_subquery()
         for table in (node_usage, pruned_usage)
