@@ -33,8 +33,11 @@ PREDICATE = "node_id IS NOT NULL"
 
 def _make(partial: bool) -> None:
     op.drop_index(INDEX, table_name="node_keys")
-    where = {"sqlite_where": sa.text(PREDICATE), "postgresql_where": sa.text(PREDICATE)}
-    op.create_index(INDEX, "node_keys", COLUMNS, **(where if partial else {}))
+    if partial:
+        where = sa.text(PREDICATE)
+        op.create_index(INDEX, "node_keys", COLUMNS, sqlite_where=where, postgresql_where=where)
+    else:
+        op.create_index(INDEX, "node_keys", COLUMNS)
 
 
 def upgrade() -> None:
