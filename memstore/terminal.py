@@ -164,7 +164,11 @@ def _block(block: dict[str, Any]) -> RenderableType:
     if view.call_id is not None:
         title += f" [{view.call_id}]"
     style = "red" if view.failed is True else "green" if view.answers_call else "cyan"
-    body = Syntax(_cut(jsjson.dumps(view.value)), "json", word_wrap=True)
+    body: RenderableType
+    if view.verbatim:  # a tool's output as text: its lines, not a JSON string of them
+        body = Text(_cut(view.value))
+    else:
+        body = Syntax(_cut(jsjson.dumps(view.value)), "json", word_wrap=True)
     return Panel(body, title=escape(title), style=style if view.call_id else "yellow")
 
 

@@ -302,3 +302,29 @@ def test_import_redact_secrets_counts_the_turns_it_changed(
     # A watch prints one line per file that changed.
     line = _import_line(FileImport(source, "s", records=4, nodes=2, redacted=2))
     assert line == "s: +4 lines, +2 nodes, 2 turns redacted"
+
+
+def test_show_prints_a_text_output_of_a_tool_as_its_lines(database_url: str) -> None:
+    """A tool result whose output is a string (a file read, a command's output: what pi and
+    Claude Code write) shows as its lines, not as a JSON string with its newlines escaped."""
+    from memstore import SessionStore
+
+    store = SessionStore(database_url)
+    call = {"kind": "tool_call", "id": "c1", "name": "bash", "input": {"command": "ls"}}
+    output = 'a.py\n"b".py [x]\n  indented'
+    store.append_many("tools", [
+        {"role": "assistant", "blocks": [call]},
+        {"role": "user", "blocks": [{"kind": "tool_result", "callId": "c1", "output": output}]},
+        {"role": "user", "blocks": [{"kind": "tool_result", "callId": "c2", "output": {"n": 1}}]},
+    ])  # fmt: skip
+    store.close()
+    code, stdout, _ = invoke(database_url, "show", "tools")
+    assert code == 0
+    lines = [line.strip("│ ") for line in stdout.splitlines()]
+    assert [line for line in lines if line in ("a.py", '"b".py [x]', "indented")] == [
+        "a.py",
+        '"b".py [x]',
+        "indented",
+    ]
+    assert "\\n" not in stdout
+    assert '{"n":1}' in stdout.replace(" ", "")  # other values stay JSON

@@ -902,3 +902,39 @@ def test_0039_indexes_the_call_ids_of_the_blocks_that_have_one(sqlite_url: str) 
         assert _rows(sqlite_url, "SELECT call_id FROM tool_calls") == [("c1",)]
     finally:
         store.close()
+
+
+KEYS_INDEX = "ix_node_keys_tenant_session_id_node_id"
+
+
+def _keys_index_definition(url: str) -> str:
+    if url.startswith("sqlite"):
+        query = f"SELECT sql FROM sqlite_master WHERE name = '{KEYS_INDEX}'"
+    else:
+        query = (
+            f"SELECT indexdef FROM pg_indexes WHERE indexname = '{KEYS_INDEX}'"
+            " AND schemaname = current_schema()"
+        )
+    ((definition,),) = _rows(url, query)
+    return str(definition)
+
+
+def test_0040_makes_the_index_of_a_nodes_keys_partial_and_keeps_them(database_url: str) -> None:
+    """`node_keys`' foreign key index holds the rows it held, `WHERE node_id IS NOT NULL` (so
+    that a lookup by session and key reads the primary key); the downgrade makes it whole."""
+    store = SessionStore(database_url, auto_migrate=False)
+    try:
+        store.upgrade_schema("0039")
+        store.append_keyed("s", CALL_AND_RESULT[:2], ["k1", "k2"])
+        assert "WHERE" not in _keys_index_definition(database_url)
+        store.upgrade_schema("0040")
+        assert "node_id IS NOT NULL" in _keys_index_definition(database_url)
+        assert [
+            node.turn for node in store.append_keyed("s", CALL_AND_RESULT, ["k1", "k2", "k3"])
+        ] == [store.load_path("s")[-1]]
+        store.delete_session("s")  # the cascade finds the node's keys through the index
+        assert _rows(database_url, "SELECT count(*) FROM node_keys") == [(0,)]
+        store.downgrade_schema("0039")
+        assert "WHERE" not in _keys_index_definition(database_url)
+    finally:
+        store.close()

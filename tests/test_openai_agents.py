@@ -350,3 +350,22 @@ def test_the_compaction_snapshot_refuses_an_untested_sdk_version(
         session = MemstoreSession("c", store)
         with pytest.raises(MemstoreError, match=r"openai-agents 0\.99\.0, which may have changed"):
             asyncio.run(session._get_compaction_snapshot(3))
+
+
+def test_an_item_that_is_no_mapping_is_refused_by_position_and_nothing_is_written(
+    with_store: Callable[[Body], None],
+) -> None:
+    """`add_items` of both sessions refuses a batch holding something that is no item (a
+    string, a number) naming its position, as an `InvalidTurnError`, and writes none of it."""
+    from memstore.errors import InvalidTurnError
+    from memstore.integrations.openai_advanced import MemstoreAdvancedSession
+
+    async def body(store: AnyStore) -> None:
+        for session in (MemstoreSession("s", store), MemstoreAdvancedSession("adv", store)):
+            await session.add_items([_message("one")])
+            for bad in ("not an item", 42):
+                with pytest.raises(InvalidTurnError, match=r"items\[1\] is a (str|int), not an"):
+                    await session.add_items([_message("two"), cast(Any, bad)])
+            assert await session.get_items() == [_message("one")]
+
+    with_store(body)

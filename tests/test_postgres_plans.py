@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -380,3 +381,106 @@ def test_a_sessions_branch_count_reads_its_nodes_a_few_times(plans: Plans, stats
     assert (info.node_count, info.branch_count) == (SIZE + 1, 2)
     (listing,) = [e for e in plans.seen if "count(" in e["Query Text"]]
     assert rows_read(listing["Plan"], "nodes") <= 4 * SIZE
+
+
+def self_joins(seen: list[dict[str, Any]]) -> list[str]:
+    """Joins whose two sides both read `nodes`: a session's nodes joined with themselves, which
+    a nested loop makes quadratic in the session's size."""
+    problems = []
+    for explained in seen:
+        for node in plan_nodes(explained["Plan"]):
+            sides = node.get("Plans", ())
+            reading = [side for side in sides if any(True for _ in _node_scans(side))]
+            if node["Node Type"] in ("Nested Loop", "Hash Join", "Merge Join") and len(reading) > 1:
+                query = " ".join(explained["Query Text"].split())
+                problems.append(f"{node['Node Type']} ({node.get('Join Type')}) in {query[:100]}")
+    return problems
+
+
+def _node_scans(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    return (scan for scan in scans(plan) if scan["Relation Name"] == "nodes")
+
+
+@pytest.mark.parametrize("analyzed_small", [False, True], ids=["never-analyzed", "analyzed-small"])
+def test_session_counts_do_not_join_a_session_with_itself(
+    plans: Plans, tmp_path: Path, analyzed_small: bool
+) -> None:
+    """`session_info` and `sessions` count a session's nodes and branches reading its rows
+    through its indexes, with no join of its nodes with themselves: planned as a nested loop
+    on tables never analyzed, that join took 150 s for 20,000 nodes (`memstore tree`, `show`
+    and every read that checks its session first)."""
+    nodes = chain("s", SIZE)
+    plans.store.append_many("s", [node.turn for node in nodes[:20]])
+    if analyzed_small:
+        plans.analyze()
+    made = plans.store.append_many("s", [node.turn for node in nodes[20:]])
+    plans.store.append_many("s", [node.turn for node in nodes[:3]], parent=made[100].id)
+    with plans.recording():
+        info = plans.store.session_info("s")
+        listed = plans.store.sessions()
+    seen = list(plans.seen)
+
+    assert (info.node_count, info.branch_count) == (SIZE + 3, 2)
+    assert [(one.id, one.branch_count) for one in listed] == [("s", 2)]
+    assert ran(seen, "branch_count")
+    assert self_joins(seen) == []
+
+
+KEYED = 5_000  # keys: where the planner's choice used to go to the foreign key's index
+
+
+def keyed_turns(start: int, count: int) -> tuple[list[dict[str, Any]], list[str]]:
+    """`count` text turns and their keys, UUIDs as the Claude Agent SDK's entries carry (longer
+    than a node id, in no order: the primary key's index is the bigger one)."""
+    numbers = range(start, start + count)
+    turns = [{"role": "user", "blocks": [{"kind": "text", "text": f"entry {n}"}]} for n in numbers]
+    return turns, [str(uuid.uuid5(uuid.NAMESPACE_URL, f"entry {n}")) for n in numbers]
+
+
+@pytest.mark.parametrize("analyzed_small", [False, True], ids=["never-analyzed", "analyzed-small"])
+def test_keyed_appends_look_each_key_up_by_the_primary_key(
+    plans: Plans, analyzed_small: bool
+) -> None:
+    """A keyed append (`append_keyed`: the Claude Agent SDK's entries by `uuid`) finds each key
+    through the primary key `(tenant, session_id, key)`. On tables never analyzed PostgreSQL
+    read the session's keys through the foreign key's index `(tenant, session_id, node_id)`
+    and filtered them: appends grew with the session. That index is partial now (migration
+    0040), so that only the foreign key's cascades, which name a node, read it."""
+    plans.sql("ALTER TABLE node_keys SET (autovacuum_enabled = off)")
+    plans.store.append_keyed("s", *keyed_turns(0, 20))
+    if analyzed_small:
+        plans.sql("ANALYZE sessions, nodes, node_keys")
+    for start in range(20, KEYED, 500):
+        plans.store.append_keyed("s", *keyed_turns(start, min(500, KEYED - start)))
+    again, again_keys = keyed_turns(KEYED - 5, 10)  # five held already, five new
+    with plans.recording():
+        added = plans.store.append_keyed("s", again, again_keys)
+    assert len(added) == 5
+
+    reads = [
+        node
+        for explained in plans.seen
+        if explained["Query Text"].lstrip().upper().startswith("SELECT")
+        for node in plan_nodes(explained["Plan"])
+        if node.get("Relation Name") == "node_keys"
+    ]
+    assert reads
+    for node in reads:
+        assert node["Node Type"] in ("Index Scan", "Index Only Scan"), node
+        assert node["Index Name"] == "pk_node_keys", node
+        assert "key" in node["Index Cond"], node
+        assert "Filter" not in node, node
+
+    with plans.recording():  # the foreign key's cascades find a node's keys by its index
+        plans.store.delete_session("s")
+    cascades = [
+        node
+        for explained in plans.seen
+        for node in plan_nodes(explained["Plan"])
+        if node.get("Relation Name") == "node_keys" and node["Node Type"] != "ModifyTable"
+    ]
+    assert cascades
+    for node in cascades:
+        assert node["Node Type"] in ("Index Scan", "Index Only Scan", "Bitmap Heap Scan"), node
+        assert "node_id" in (node.get("Index Cond") or node.get("Recheck Cond") or ""), node
+        assert "Filter" not in node, node

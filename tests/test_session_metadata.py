@@ -69,3 +69,20 @@ def test_usage_is_recorded_beside_existing_nodes_with_the_merge(store: SessionSt
             "a", [], {"a": {"n": 3}}, usage={node.id: {"inputTokens": -1}}
         )
     assert store.session_info("a").metadata == {"n": 2}  # refused calls wrote nothing
+
+
+def test_session_counts_of_nodes_and_branches(store: SessionStore) -> None:
+    """A session's branches are its tips (nodes no node names as parent): none in a session
+    without turns, one in a chain, one more per fork, on every listing that counts them."""
+    store.update_session("empty", metadata={"n": 1})
+    first = store.append_many("s", [HELLO, HELLO, HELLO])
+    assert (store.session_info("s").node_count, store.session_info("s").branch_count) == (3, 1)
+    store.append_many("s", [HELLO, HELLO], parent=first[0].id)
+    store.append("s", HELLO, parent=first[0].id)
+    store.append_many("s", [HELLO], parent=None)  # a second root
+    counts = {info.id: (info.node_count, info.branch_count) for info in store.sessions()}
+    assert counts == {"empty": (0, 0), "s": (7, 4)}
+    assert (store.session_info("empty").branch_count, store.session_info("s").branch_count) == (
+        0,
+        4,
+    )

@@ -295,13 +295,6 @@ def created(session: AdvancedBase, source: str, leaf: str | None, name: str) -> 
     return True
 
 
-def plain_item(item: Any) -> dict[str, Any]:
-    """An item as a JSON dict (the SDK may hand over pydantic models)."""
-    if hasattr(item, "model_dump"):
-        return item.model_dump(mode="json", exclude_unset=True)  # type: ignore[no-any-return]
-    return dict(item)
-
-
 async def settled(awaitable: Awaitable[T]) -> T:
     """Await a mutation that, once started, finishes even if the caller is cancelled (the
     cancellation is raised after it, so its outcome is known)."""

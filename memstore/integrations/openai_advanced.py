@@ -51,11 +51,11 @@ from memstore.integrations._advanced_base import (
     merge,
     node_usage,
     path_nodes,
-    plain_item,
     recorded_turn_usage,
     settled,
 )
 from memstore.integrations._history import AnyStore
+from memstore.integrations.openai_agents import plain_items
 from memstore.store.plans import now_ms
 from memstore.types import validate_session_id
 
@@ -135,7 +135,7 @@ class MemstoreAdvancedSession(AdvancedBase):
         self._check_open()
         if not items:
             return
-        plain = [plain_item(item) for item in items]
+        plain = plain_items(items)
         branch, generation = self._state
 
         async def add() -> None:

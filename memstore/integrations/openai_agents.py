@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from memstore.errors import HeadMovedError, MemstoreError, MissingExtraError
+from memstore.errors import HeadMovedError, InvalidTurnError, MemstoreError, MissingExtraError
 
 try:
     import agents
@@ -114,7 +114,7 @@ class MemstoreSession:
 
     async def add_items(self, items: Sequence[TResponseInputItem]) -> None:
         """Append `items` as one atomic batch."""
-        plain = [_plain(item) for item in items]
+        plain = plain_items(items)
         nodes = await _history.arun(
             self.store, _history.add(self.session_id, RESPONSES.to_turns(plain))
         )
@@ -191,7 +191,7 @@ class MemstoreSession:
             if not 0 <= start < len(nodes):
                 return False
             base = nodes[start - 1].id if start else nodes[0].parent
-            turns = RESPONSES.to_turns([_plain(item) for item in output])
+            turns = RESPONSES.to_turns(plain_items(output))
             if prune_prefix is None:
                 replaced = _replaced(self.session_id, turns, head, base, now_ms())
             else:
@@ -323,8 +323,23 @@ class _Seen:
         return [jsjson.loads(text) for text in texts]
 
 
-def _plain(item: Any) -> dict[str, Any]:
-    """An item as a JSON dict (the SDK may hand over pydantic models)."""
-    if hasattr(item, "model_dump"):
-        return item.model_dump(mode="json", exclude_unset=True)  # type: ignore[no-any-return]
-    return dict(item)
+def plain_items(items: Sequence[Any]) -> list[dict[str, Any]]:
+    """Items as JSON dicts (the SDK may hand over pydantic models).
+
+    Raises:
+        InvalidTurnError: an item is neither a mapping nor a pydantic model (named by its
+            position), before anything is written.
+    """
+    plain = []
+    for index, item in enumerate(items):
+        if hasattr(item, "model_dump"):
+            plain.append(item.model_dump(mode="json", exclude_unset=True))
+        elif isinstance(item, Mapping):
+            plain.append(dict(item))
+        else:
+            raise InvalidTurnError(
+                f"items[{index}] is a {type(item).__name__}, not an item: a Responses input item"
+                " is a mapping (or the SDK's pydantic model), such as"
+                ' {"role": "user", "content": "hi"}'
+            )
+    return plain

@@ -76,7 +76,7 @@ __all__ = [
     "version_table_options",
 ]
 
-HEAD_REVISION = "0039"
+HEAD_REVISION = "0040"
 """The newest revision in `migrations/versions` (a test checks that Alembic agrees)."""
 
 # An arbitrary, fixed key: every memstore process migrating one PostgreSQL database takes it.

@@ -379,7 +379,11 @@ node_keys = Table(
         ["nodes.tenant", "nodes.session_id", "nodes.id"],
         ondelete="CASCADE",
     ),
-    Index(None, "tenant", "session_id", "node_id"),  # the foreign key's columns, as in `records`
+    # The foreign key's columns, as in `records`; partial, so that only a statement naming a
+    # node (the foreign key's cascade) reads it: on tables never analyzed PostgreSQL found it as
+    # good as the primary key for a lookup by session and key, read all of the session's keys
+    # through it and filtered them (migration 0040).
+    Index(None, "tenant", "session_id", "node_id", **_where("node_id IS NOT NULL")),
 )
 
 erasures = Table(
