@@ -20,7 +20,6 @@ from pydantic import TypeAdapter, ValidationError
 from memstore.blocks import block_class, utf16_length
 from memstore.errors import CondensationError, InvalidArgumentError
 from memstore.estimate import CHARS_PER_TOKEN, TOKENS_PER_TURN, estimate_context_tokens
-from memstore.toolpairs import safe_cuts
 from memstore.types import (
     Channel,
     CompactionPolicy,
@@ -124,14 +123,12 @@ def _has_tool_result(turn: TurnLike) -> bool:
 
 
 def find_cut_point(messages: Sequence[TurnLike], keep_recent: int) -> int:
-    """The index of the first turn kept verbatim; never splits a tool_call from its result
-    (however far apart: parallel calls stored one per turn), moving forward to keep fewer.
+    """The index of the first turn kept verbatim; never splits a tool_call from its result.
 
     0 means nothing is condensed, `len(messages)` means everything is.
     """
     start = min(max(len(messages) - keep_recent, 0), len(messages))
-    safe = safe_cuts(messages)
-    while start < len(messages) and (_has_tool_result(messages[start]) or not safe[start]):
+    while start < len(messages) and _has_tool_result(messages[start]):
         start += 1
     return start
 
@@ -228,12 +225,10 @@ def _summary_turn(summary: str) -> Turn:
 
 
 def _turn_groups(messages: Sequence[TurnLike]) -> list[list[TurnLike]]:
-    """Consecutive turns split where `find_cut_point` may cut: never before a tool_result turn,
-    nor anywhere a later result's call would be on the other side."""
+    """Consecutive turns split where `find_cut_point` may cut: never before a tool_result turn."""
     groups: list[list[TurnLike]] = []
-    safe = safe_cuts(messages)
-    for index, turn in enumerate(messages):
-        if groups and (_has_tool_result(turn) or not safe[index]):
+    for turn in messages:
+        if groups and _has_tool_result(turn):
             groups[-1].append(turn)
         else:
             groups.append([turn])

@@ -15,8 +15,6 @@ from memstore import (
     ModelCard,
     SessionGraph,
     StreamOptions,
-    ToolCallBlock,
-    ToolResultBlock,
     Turn,
     estimate_context_tokens,
 )
@@ -239,37 +237,6 @@ def test_a_window_too_small_for_the_request_is_refused_before_the_model_is_calle
     with pytest.raises(InvalidArgumentError, match=r"a context window of 10 tokens.*at least"):
         store.compact_session("s", card, extractive())
     assert store.head("s") == head
-
-
-def parallel_calls(first: int, count: int) -> list[dict[str, Any]]:
-    """An agent's parallel tool calls as Claude Code stores them: each call its own assistant
-    turn, then each result its own user turn."""
-    ids = [f"p{n}" for n in range(first, first + count)]
-    calls = [{"kind": "tool_call", "id": i, "name": "read", "input": {"n": i}} for i in ids]
-    results = [{"kind": "tool_result", "callId": i, "output": f"text of {i}"} for i in ids]
-    return [{"role": "assistant", "blocks": [block]} for block in calls] + [
-        {"role": "user", "blocks": [block]} for block in results
-    ]
-
-
-def test_the_kept_tail_holds_the_call_of_every_result_it_keeps(store: SessionStore) -> None:
-    """Parallel calls stored one per turn: a cut inside the run of calls kept results whose
-    call was condensed, a history every provider refuses (a tool_result with no tool_use)."""
-    turns: list[dict[str, Any]] = []
-    for n in range(300):  # 2,400 turns
-        turns += [*history(1), *parallel_calls(3 * n, 3)]
-        turns.append({"role": "assistant", "blocks": [{"kind": "text", "text": f"done {n}"}]})
-    store.append_many("s", turns)
-    (head,) = store.load_path_nodes("s", last=1)
-    for keep in range(1, 10):
-        result = store.compact_session("s", CARD, extractive(), CompactionPolicy(keep_recent=keep))
-        tail = store.load_path("s")[1:]
-        calls = {b.id for t in tail for b in t.blocks if isinstance(b, ToolCallBlock)}
-        answered = {b.call_id for t in tail for b in t.blocks if isinstance(b, ToolResultBlock)}
-        assert answered <= calls, (keep, result.kept_turns)
-        assert result.changed
-        assert result.kept_turns in (1, keep)
-        store.append_node("s", head)  # the head back on the whole history
 
 
 def test_compacting_again_with_nothing_new_writes_nothing(store: SessionStore) -> None:
